@@ -1,0 +1,228 @@
+// shardps-bench: push and pull throughput and latency of the parameter server.
+// Each of --workers threads owns a ps::Client (as a worker process would) and
+// moves the whole --params table per call: first every thread pushes for
+// --seconds, then every thread pulls for --seconds.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/synchronization/barrier.h"
+#include "absl/time/clock.h"
+#include "ps/client.h"
+#include "ps/server_addrs.h"
+#include "ps/server_process.h"
+
+ABSL_FLAG(int, spawn_servers, 0,
+          "Start this many shardps-server processes on loopback and bench "
+          "them; 0 uses --server_addrs instead.");
+ABSL_FLAG(std::string, server_addrs, "",
+          "Servers to bench, host:port,... or a pattern with {i} plus "
+          "--num_servers.");
+ABSL_FLAG(int, num_servers, 0, "Server count for a {i} --server_addrs.");
+ABSL_FLAG(int, workers, 1, "Client threads, each with its own ps::Client.");
+ABSL_FLAG(int64_t, params, 1000000, "Table size in float32 parameters.");
+ABSL_FLAG(double, seconds, 5, "Seconds of pushing, then of pulling.");
+ABSL_FLAG(bool, json, false, "Print one JSON line per run.");
+ABSL_FLAG(std::string, job, "bench", "Job id (spawned servers get it too).");
+ABSL_FLAG(int, chunk_kb, 1024, "Client chunk size in KiB.");
+ABSL_FLAG(int, channels_per_server, 2, "TCP connections per server.");
+ABSL_FLAG(int, inflight, 8, "Chunk calls in flight per server.");
+
+namespace {
+
+struct PhaseResult {
+  double mbps = 0;
+  double p50_ms = 0;
+  double p99_ms = 0;
+};
+
+double Percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t i = std::min(v.size() - 1, static_cast<size_t>(q * v.size()));
+  return v[i];
+}
+
+// All threads start together, run `op` until the phase ends, and report the
+// latency of every call; a failed call ends the run with its error.
+absl::StatusOr<PhaseResult> RunPhase(
+    std::vector<std::unique_ptr<ps::Client>>& clients, uint64_t params,
+    absl::Duration length, bool push) {
+  const int n = static_cast<int>(clients.size());
+  std::vector<std::vector<double>> latencies(n);
+  std::vector<absl::Status> errors(n);
+  std::vector<uint64_t> calls(n, 0);
+  absl::Barrier start(n + 1);
+  std::vector<std::thread> threads;
+  absl::Time begin;
+  for (int w = 0; w < n; ++w) {
+    threads.emplace_back([&, w] {
+      std::vector<float> buffer(params, push ? 1e-6f : 0.0f);
+      latencies[w].reserve(1 << 16);
+      start.Block();
+      const absl::Time stop = absl::Now() + length;
+      while (absl::Now() < stop) {
+        const absl::Time t0 = absl::Now();
+        absl::Status s =
+            push ? clients[w]->Push("bench", 0, params, buffer.data())
+                 : clients[w]->Pull("bench", 0, params, buffer.data());
+        if (!s.ok()) {
+          errors[w] = s;
+          return;
+        }
+        latencies[w].push_back(absl::ToDoubleMilliseconds(absl::Now() - t0));
+        ++calls[w];
+      }
+    });
+  }
+  start.Block();
+  begin = absl::Now();
+  for (auto& t : threads) t.join();
+  const double elapsed = absl::ToDoubleSeconds(absl::Now() - begin);
+  std::vector<double> all;
+  uint64_t total_calls = 0;
+  for (int w = 0; w < n; ++w) {
+    if (!errors[w].ok()) return errors[w];
+    all.insert(all.end(), latencies[w].begin(), latencies[w].end());
+    total_calls += calls[w];
+  }
+  PhaseResult r;
+  r.mbps = total_calls * params * sizeof(float) / 1e6 / elapsed;
+  r.p50_ms = Percentile(all, 0.50);
+  r.p99_ms = Percentile(all, 0.99);
+  return r;
+}
+
+int Fail(const absl::Status& s) {
+  absl::FPrintF(stderr, "shardps-bench: %s\n", s.ToString());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "shardps-bench: push/pull throughput of shardps servers.\n"
+      "  shardps-bench --spawn_servers=2 --workers=2 --params=1000000 --json");
+  absl::ParseCommandLine(argc, argv);
+  const int spawn = absl::GetFlag(FLAGS_spawn_servers);
+  const int workers = absl::GetFlag(FLAGS_workers);
+  const int64_t params = absl::GetFlag(FLAGS_params);
+  const double seconds = absl::GetFlag(FLAGS_seconds);
+  const std::string job = absl::GetFlag(FLAGS_job);
+  if (workers < 1 || params < 1 || seconds <= 0 || spawn < 0) {
+    return Fail(absl::InvalidArgumentError(
+        "--workers and --params must be >= 1, --seconds > 0, "
+        "--spawn_servers >= 0"));
+  }
+
+  std::vector<std::unique_ptr<ps::ServerProcess>> servers;
+  std::vector<std::string> addrs;
+  std::string run_dir;
+  if (spawn > 0) {
+    char dir_template[] = "/tmp/shardps-bench-XXXXXX";
+    if (mkdtemp(dir_template) == nullptr) {
+      return Fail(absl::InternalError("cannot create a temporary directory"));
+    }
+    run_dir = dir_template;
+    for (int i = 0; i < spawn; ++i) {
+      ps::ServerProcessOptions o;
+      o.binary = ps::SiblingBinary("shardps-server");
+      o.run_dir = run_dir;
+      o.name = absl::StrCat("server-", i);
+      o.extra_args = {absl::StrCat("--job=", job)};
+      absl::StatusOr<std::unique_ptr<ps::ServerProcess>> p =
+          ps::ServerProcess::Spawn(o);
+      if (!p.ok()) return Fail(p.status());
+      addrs.push_back((*p)->address());
+      servers.push_back(*std::move(p));
+    }
+  } else {
+    absl::StatusOr<std::vector<std::string>> parsed = ps::ParseServerAddrs(
+        absl::GetFlag(FLAGS_server_addrs), absl::GetFlag(FLAGS_num_servers));
+    if (!parsed.ok()) {
+      return Fail(absl::InvalidArgumentError(
+          absl::StrCat("--server_addrs: ", parsed.status().message(),
+                       " (or use --spawn_servers=S)")));
+    }
+    addrs = *std::move(parsed);
+  }
+
+  std::vector<std::unique_ptr<ps::Client>> clients;
+  for (int w = 0; w < workers; ++w) {
+    ps::ClientOptions o;
+    o.server_addrs = addrs;
+    o.job = job;
+    o.worker = w;
+    o.chunk_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_chunk_kb)) << 10;
+    o.channels_per_server = absl::GetFlag(FLAGS_channels_per_server);
+    o.max_inflight_per_server = absl::GetFlag(FLAGS_inflight);
+    absl::StatusOr<std::unique_ptr<ps::Client>> c = ps::Client::Connect(o);
+    if (!c.ok()) return Fail(c.status());
+    if (absl::Status s = (*c)->WaitReady(absl::Seconds(20)); !s.ok()) {
+      return Fail(s);
+    }
+    ps::TableOptions table;
+    table.name = "bench";
+    table.num_params = params;
+    table.optimizer.set_name("sgd");
+    table.optimizer.set_learning_rate(0.01f);
+    if (absl::Status s = (*c)->CreateTable(table); !s.ok()) return Fail(s);
+    clients.push_back(*std::move(c));
+  }
+
+  // Warm up connections, flow-control windows and buffer pools.
+  const absl::Duration warmup =
+      absl::Milliseconds(std::min(1000.0, seconds * 200));
+  for (bool push : {true, false}) {
+    if (auto r = RunPhase(clients, params, warmup, push); !r.ok()) {
+      return Fail(r.status());
+    }
+  }
+  absl::StatusOr<PhaseResult> push =
+      RunPhase(clients, params, absl::Seconds(seconds), /*push=*/true);
+  if (!push.ok()) return Fail(push.status());
+  absl::StatusOr<PhaseResult> pull =
+      RunPhase(clients, params, absl::Seconds(seconds), /*push=*/false);
+  if (!pull.ok()) return Fail(pull.status());
+
+  const int num_servers = static_cast<int>(addrs.size());
+  if (absl::GetFlag(FLAGS_json)) {
+    absl::PrintF(
+        "{\"servers\":%d,\"workers\":%d,\"params\":%d,\"push_MBps\":%.1f,"
+        "\"pull_MBps\":%.1f,\"push_p50_ms\":%.3f,\"push_p99_ms\":%.3f,"
+        "\"pull_p50_ms\":%.3f,\"pull_p99_ms\":%.3f}\n",
+        num_servers, workers, params, push->mbps, pull->mbps, push->p50_ms,
+        push->p99_ms, pull->p50_ms, pull->p99_ms);
+  } else {
+    absl::PrintF(
+        "servers=%d workers=%d params=%d\n"
+        "  push %8.1f MB/s  p50 %.3f ms  p99 %.3f ms\n"
+        "  pull %8.1f MB/s  p50 %.3f ms  p99 %.3f ms\n",
+        num_servers, workers, params, push->mbps, push->p50_ms, push->p99_ms,
+        pull->mbps, pull->p50_ms, pull->p99_ms);
+  }
+  clients.clear();
+  for (auto& s : servers) {
+    if (absl::Status st = s->Stop(); !st.ok()) return Fail(st);
+  }
+  if (!run_dir.empty()) {
+    for (int i = 0; i < spawn; ++i) {
+      std::remove(absl::StrCat(run_dir, "/server-", i, ".log").c_str());
+      std::remove(absl::StrCat(run_dir, "/server-", i, ".port").c_str());
+    }
+    rmdir(run_dir.c_str());
+  }
+  return 0;
+}

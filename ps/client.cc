@@ -1,0 +1,476 @@
+#include "ps/client.h"
+
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+#include <grpcpp/support/channel_arguments.h>
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "absl/memory/memory.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/blocking_counter.h"
+#include "absl/synchronization/notification.h"
+#include "ps/float_pieces.h"
+#include "ps/grpc_status.h"
+#include "ps/wire_codec.h"
+
+namespace ps {
+namespace {
+
+constexpr char kPullMethod[] = "/shardps.ParameterServer/Pull";
+constexpr char kPushMethod[] = "/shardps.ParameterServer/Push";
+constexpr char kHealthCheckMethod[] = "/grpc.health.v1.Health/Check";
+constexpr int kPullValuesField = shardps::PullResponse::kValuesFieldNumber;
+constexpr int kPushGradientField = shardps::PushRequest::kGradientFieldNumber;
+
+absl::Status CheckOptions(const ClientOptions& o) {
+  if (o.server_addrs.empty()) {
+    return absl::InvalidArgumentError("client needs at least one server");
+  }
+  if (o.job.empty() || o.job.size() > 128) {
+    return absl::InvalidArgumentError("job must have 1 to 128 characters");
+  }
+  if (o.max_message_bytes <= static_cast<int>(kMaxWireHeaderBytes)) {
+    return absl::InvalidArgumentError("max_message_bytes is too small");
+  }
+  const size_t max_chunk = o.max_message_bytes - kMaxWireHeaderBytes;
+  if (o.chunk_bytes < 64 || o.chunk_bytes % 64 != 0 ||
+      o.chunk_bytes > max_chunk) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("chunk_bytes must be a multiple of 64 in [64, ", max_chunk,
+                     "], got ", o.chunk_bytes));
+  }
+  if (o.channels_per_server < 1 || o.max_inflight_per_server < 1) {
+    return absl::InvalidArgumentError(
+        "channels_per_server and max_inflight_per_server must be >= 1");
+  }
+  if (o.rpc_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("rpc_timeout must be > 0");
+  }
+  return absl::OkStatus();
+}
+
+std::chrono::system_clock::time_point DeadlineIn(absl::Duration d) {
+  return absl::ToChronoTime(absl::Now() + d);
+}
+
+}  // namespace
+
+struct Client::ServerConn {
+  std::string address;
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  std::vector<std::unique_ptr<grpc::GenericStub>> bulk_stubs;  // per channel
+  std::unique_ptr<shardps::ParameterServer::Stub> stub;
+
+  absl::Status Annotate(absl::string_view what, int shard,
+                        const grpc::Status& status) const {
+    return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                        absl::StrCat(what, " on shard ", shard, " at ", address,
+                                     ": ", status.error_message()));
+  }
+};
+
+// One Pull or Push: its chunk calls, the window of those in flight, and the
+// first error. Shared by the caller and every callback so that whichever
+// finishes last frees it.
+class Client::BulkOp : public std::enable_shared_from_this<BulkOp> {
+ public:
+  struct Chunk {
+    int shard;
+    int channel;
+    KeyRange keys;
+  };
+
+  BulkOp(const Client& client, bool is_push, absl::string_view table,
+         uint64_t base_key, float* out, const float* grad, uint64_t clock,
+         int window)
+      : client_(client),
+        is_push_(is_push),
+        table_(table),
+        base_key_(base_key),
+        out_(out),
+        grad_(grad),
+        clock_(clock),
+        window_(window) {}
+
+  void AddChunk(const Chunk& chunk) { chunks_.push_back(chunk); }
+  size_t num_chunks() const { return chunks_.size(); }
+
+  absl::Status Run() {
+    calls_.resize(chunks_.size());
+    std::vector<size_t> launch;
+    {
+      absl::MutexLock lock(&mu_);
+      TakeLaunchesLocked(&launch);
+    }
+    for (size_t i : launch) Launch(i);
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(this, &BulkOp::FinishedLocked));
+    return error_;
+  }
+
+ private:
+  struct Call {
+    grpc::ClientContext context;
+    grpc::ByteBuffer request;
+    grpc::ByteBuffer response;
+  };
+
+  // Keeps the op alive while gRPC holds a slice of the caller's gradient.
+  struct PayloadPin {
+    std::shared_ptr<BulkOp> op;
+  };
+
+  bool FinishedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return inflight_ == 0 && pinned_payloads_ == 0 &&
+           (next_ == chunks_.size() || !error_.ok());
+  }
+
+  void TakeLaunchesLocked(std::vector<size_t>* launch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    while (error_.ok() && next_ < chunks_.size() && inflight_ < window_) {
+      launch->push_back(next_++);
+      ++inflight_;
+      if (is_push_) ++pinned_payloads_;
+    }
+  }
+
+  void Launch(size_t index) {
+    const Chunk& chunk = chunks_[index];
+    ServerConn& server = *client_.servers_[chunk.shard];
+    calls_[index] = std::make_unique<Call>();
+    Call& call = *calls_[index];
+    call.context.set_deadline(DeadlineIn(client_.options_.rpc_timeout));
+    const std::string* method;
+    if (is_push_) {
+      method = &push_method_;
+      EncodePush(chunk, &call.request);
+    } else {
+      method = &pull_method_;
+      shardps::PullRequest pull;
+      FillHeader(chunk, &pull);
+      call.request = SerializeSmallMessage(pull);
+    }
+    server.bulk_stubs[chunk.channel]->UnaryCall(
+        &call.context, *method, grpc::StubOptions(), &call.request,
+        &call.response,
+        [self = shared_from_this(), index](grpc::Status status) {
+          self->OnDone(index, status);
+        });
+  }
+
+  template <typename Message>
+  void FillHeader(const Chunk& chunk, Message* m) const {
+    m->set_job(client_.options_.job);
+    m->set_table(table_);
+    m->set_begin(chunk.keys.begin);
+    m->set_end(chunk.keys.end);
+    m->set_worker(client_.options_.worker);
+    m->set_clock(clock_);
+  }
+
+  // The gradient goes out as a slice of the caller's own memory: no copy.
+  // Run() does not return before gRPC has released every such slice.
+  void EncodePush(const Chunk& chunk, grpc::ByteBuffer* request) {
+    shardps::PushRequest header;
+    FillHeader(chunk, &header);
+    const size_t payload = chunk.keys.size() * sizeof(float);
+    char encoded[kMaxWireHeaderBytes];
+    const size_t header_bytes = WriteHeaderBefore(
+        header, kPushGradientField, payload, encoded + sizeof encoded);
+    const float* values = grad_ + (chunk.keys.begin - base_key_);
+    auto pin = std::make_unique<PayloadPin>(PayloadPin{shared_from_this()});
+    grpc::Slice slices[2] = {
+        grpc::Slice(encoded + sizeof encoded - header_bytes, header_bytes),
+        grpc::Slice(
+            const_cast<float*>(values), payload,
+            [](void* raw) {
+              std::unique_ptr<PayloadPin> pin(static_cast<PayloadPin*>(raw));
+              pin->op->ReleasePayload();
+            },
+            pin.release())};
+    *request = grpc::ByteBuffer(slices, 2);
+  }
+
+  void ReleasePayload() {
+    absl::MutexLock lock(&mu_);
+    --pinned_payloads_;
+  }
+
+  absl::Status DecodePull(const Chunk& chunk, const grpc::ByteBuffer& reply) {
+    SplitMessage split;
+    if (absl::Status s = SplitBulkField(reply, kPullValuesField, &split);
+        !s.ok()) {
+      return s;
+    }
+    size_t got = 0;
+    for (absl::string_view piece : split.bulk) got += piece.size();
+    const size_t want = chunk.keys.size() * sizeof(float);
+    if (got != want) {
+      return absl::DataLossError(absl::StrCat(
+          "server sent ", got, " bytes of values, expected ", want));
+    }
+    char* dst = reinterpret_cast<char*>(out_ + (chunk.keys.begin - base_key_));
+    for (absl::string_view piece : split.bulk) {
+      std::memcpy(dst, piece.data(), piece.size());
+      dst += piece.size();
+    }
+    return absl::OkStatus();
+  }
+
+  void OnDone(size_t index, const grpc::Status& status) {
+    const Chunk& chunk = chunks_[index];
+    const ServerConn& server = *client_.servers_[chunk.shard];
+    absl::Status result;
+    const std::string what =
+        absl::StrCat(is_push_ ? "push" : "pull", " of '", table_, "' keys [",
+                     chunk.keys.begin, ", ", chunk.keys.end, ")");
+    if (!status.ok()) {
+      result = server.Annotate(what, chunk.shard, status);
+    } else if (!is_push_) {
+      result = DecodePull(chunk, calls_[index]->response);
+      if (!result.ok()) {
+        result =
+            absl::Status(result.code(),
+                         absl::StrCat(what, " on shard ", chunk.shard, " at ",
+                                      server.address, ": ", result.message()));
+      }
+    }
+    // Drop our references to the request (which may pin the caller's
+    // gradient) and the reply now rather than when the whole op ends.
+    calls_[index]->request.Clear();
+    calls_[index]->response.Clear();
+    std::vector<size_t> launch;
+    {
+      absl::MutexLock lock(&mu_);
+      --inflight_;
+      if (!result.ok() && error_.ok()) error_ = result;
+      TakeLaunchesLocked(&launch);
+    }
+    for (size_t i : launch) Launch(i);
+  }
+
+  const Client& client_;
+  const bool is_push_;
+  const std::string table_;
+  const uint64_t base_key_;  // key of out_[0] / grad_[0]
+  float* const out_;
+  const float* const grad_;
+  const uint64_t clock_;
+  const int window_;
+  const std::string pull_method_ = kPullMethod;
+  const std::string push_method_ = kPushMethod;
+  std::vector<Chunk> chunks_;
+  std::vector<std::unique_ptr<Call>> calls_;
+
+  absl::Mutex mu_;
+  size_t next_ ABSL_GUARDED_BY(mu_) = 0;
+  int inflight_ ABSL_GUARDED_BY(mu_) = 0;
+  int pinned_payloads_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Status error_ ABSL_GUARDED_BY(mu_);
+};
+
+Client::Client(ClientOptions options) : options_(std::move(options)) {}
+
+Client::~Client() = default;
+
+absl::StatusOr<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
+  if (absl::Status s = CheckOptions(options); !s.ok()) return s;
+  auto client = absl::WrapUnique(new Client(std::move(options)));
+  const ClientOptions& o = client->options_;
+  for (const std::string& address : o.server_addrs) {
+    auto conn = std::make_unique<ServerConn>();
+    conn->address = address;
+    for (int c = 0; c < o.channels_per_server; ++c) {
+      grpc::ChannelArguments args;
+      args.SetMaxReceiveMessageSize(o.max_message_bytes);
+      args.SetMaxSendMessageSize(o.max_message_bytes);
+      // A private subchannel pool gives each channel its own TCP connection;
+      // otherwise gRPC would share one connection among identical channels.
+      args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+      conn->channels.push_back(grpc::CreateCustomChannel(
+          address, grpc::InsecureChannelCredentials(), args));
+      conn->bulk_stubs.push_back(
+          std::make_unique<grpc::GenericStub>(conn->channels.back()));
+    }
+    conn->stub = shardps::ParameterServer::NewStub(conn->channels[0]);
+    client->servers_.push_back(std::move(conn));
+  }
+  return client;
+}
+
+absl::Status Client::WaitReady(absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  for (int s = 0; s < num_servers(); ++s) {
+    ServerConn& server = *servers_[s];
+    grpc::Status last;
+    while (true) {
+      grpc::ClientContext context;
+      context.set_wait_for_ready(true);
+      context.set_deadline(absl::ToChronoTime(deadline));
+      // An empty HealthCheckRequest asks about the server as a whole.
+      grpc::Slice empty;
+      grpc::ByteBuffer request(&empty, 1), response;
+      absl::Notification done;
+      server.bulk_stubs[0]->UnaryCall(&context, kHealthCheckMethod,
+                                      grpc::StubOptions(), &request, &response,
+                                      [&](grpc::Status status) {
+                                        last = std::move(status);
+                                        done.Notify();
+                                      });
+      done.WaitForNotification();
+      if (last.ok()) {
+        grpc::Slice reply;
+        // HealthCheckResponse{status: SERVING} encodes as 08 01.
+        if (response.DumpToSingleSlice(&reply).ok() && reply.size() == 2 &&
+            reply.begin()[0] == 0x08 && reply.begin()[1] == 0x01) {
+          break;
+        }
+        last = grpc::Status(grpc::StatusCode::UNAVAILABLE, "not serving yet");
+      }
+      if (absl::Now() >= deadline) {
+        return server.Annotate("waiting for readiness", s, last);
+      }
+      absl::SleepFor(absl::Milliseconds(20));  // polling interval
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Client::CreateTable(const TableOptions& table) {
+  const int n = num_servers();
+  std::vector<grpc::ClientContext> contexts(n);
+  std::vector<shardps::CreateTableRequest> requests(n);
+  std::vector<shardps::CreateTableResponse> responses(n);
+  std::vector<grpc::Status> statuses(n);
+  absl::BlockingCounter pending(n);
+  for (int s = 0; s < n; ++s) {
+    shardps::CreateTableRequest& r = requests[s];
+    r.set_job(options_.job);
+    r.set_table(table.name);
+    r.set_num_params(table.num_params);
+    r.set_num_shards(n);
+    r.set_shard_index(s);
+    *r.mutable_optimizer() = table.optimizer;
+    *r.mutable_init() = table.init;
+    contexts[s].set_deadline(DeadlineIn(options_.rpc_timeout));
+    servers_[s]->stub->async()->CreateTable(
+        &contexts[s], &requests[s], &responses[s],
+        [&statuses, &pending, s](grpc::Status status) {
+          statuses[s] = std::move(status);
+          pending.DecrementCount();
+        });
+  }
+  pending.Wait();
+  for (int s = 0; s < n; ++s) {
+    if (!statuses[s].ok()) {
+      return servers_[s]->Annotate(
+          absl::StrCat("creating table '", table.name, "'"), s, statuses[s]);
+    }
+  }
+  absl::MutexLock lock(&tables_mu_);
+  tables_[table.name] = std::make_unique<RangePartition>(table.num_params, n);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<const RangePartition*> Client::FindTable(absl::string_view table,
+                                                        uint64_t begin,
+                                                        uint64_t end) {
+  const RangePartition* partition;
+  {
+    absl::ReaderMutexLock lock(&tables_mu_);
+    auto it = tables_.find(table);
+    if (it == tables_.end()) {
+      return absl::NotFoundError(absl::StrCat(
+          "table '", table, "' is unknown to this client; call CreateTable"));
+    }
+    partition = it->second.get();
+  }
+  if (begin > end || end > partition->num_params()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("key range [", begin, ", ", end, ") is not inside table '",
+                     table, "' of ", partition->num_params(), " keys"));
+  }
+  return partition;
+}
+
+absl::Status Client::RunBulk(bool is_push, absl::string_view table,
+                             uint64_t begin, uint64_t end, float* out,
+                             const float* grad, uint64_t clock) {
+  absl::StatusOr<const RangePartition*> partition =
+      FindTable(table, begin, end);
+  if (!partition.ok()) return partition.status();
+  const std::vector<ShardSlice> pieces = (*partition)->Split({begin, end});
+  if (pieces.empty()) return absl::OkStatus();
+  // Chunks sit on a global grid of chunk_floats keys; they are ordered
+  // round-robin over the shards so that every shard starts at once.
+  const uint64_t chunk_floats = options_.chunk_bytes / sizeof(float);
+  std::vector<std::vector<BulkOp::Chunk>> per_shard(pieces.size());
+  size_t longest = 0;
+  for (size_t p = 0; p < pieces.size(); ++p) {
+    const ShardSlice& piece = pieces[p];
+    int channel = 0;
+    for (uint64_t at = piece.keys.begin; at < piece.keys.end;) {
+      const uint64_t stop =
+          std::min(piece.keys.end, (at / chunk_floats + 1) * chunk_floats);
+      per_shard[p].push_back({piece.shard, channel, {at, stop}});
+      channel = (channel + 1) % options_.channels_per_server;
+      at = stop;
+    }
+    longest = std::max(longest, per_shard[p].size());
+  }
+  auto op = std::make_shared<BulkOp>(
+      *this, is_push, table, begin, out, grad, clock,
+      options_.max_inflight_per_server * static_cast<int>(pieces.size()));
+  for (size_t i = 0; i < longest; ++i) {
+    for (const auto& chunks : per_shard) {
+      if (i < chunks.size()) op->AddChunk(chunks[i]);
+    }
+  }
+  return op->Run();
+}
+
+absl::Status Client::Pull(absl::string_view table, uint64_t begin, uint64_t end,
+                          float* out, uint64_t clock) {
+  return RunBulk(/*is_push=*/false, table, begin, end, out, nullptr, clock);
+}
+
+absl::Status Client::Push(absl::string_view table, uint64_t begin, uint64_t end,
+                          const float* grad, uint64_t clock) {
+  if (begin < end && !AllFinite(grad, end - begin)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gradient for '", table, "' keys [", begin, ", ", end,
+                     ") contains NaN or Inf; nothing was sent"));
+  }
+  return RunBulk(/*is_push=*/true, table, begin, end, nullptr, grad, clock);
+}
+
+absl::StatusOr<std::vector<shardps::StatsResponse>> Client::Stats() {
+  const int n = num_servers();
+  std::vector<grpc::ClientContext> contexts(n);
+  shardps::StatsRequest request;
+  request.set_job(options_.job);
+  std::vector<shardps::StatsResponse> responses(n);
+  std::vector<grpc::Status> statuses(n);
+  absl::BlockingCounter pending(n);
+  for (int s = 0; s < n; ++s) {
+    contexts[s].set_deadline(DeadlineIn(options_.rpc_timeout));
+    servers_[s]->stub->async()->Stats(
+        &contexts[s], &request, &responses[s],
+        [&statuses, &pending, s](grpc::Status status) {
+          statuses[s] = std::move(status);
+          pending.DecrementCount();
+        });
+  }
+  pending.Wait();
+  for (int s = 0; s < n; ++s) {
+    if (!statuses[s].ok()) {
+      return servers_[s]->Annotate("stats", s, statuses[s]);
+    }
+  }
+  return responses;
+}
+
+}  // namespace ps

@@ -1,0 +1,111 @@
+// ps::Client is a worker's handle on a sharded parameter server: S servers,
+// each owning one RangePartition range of every table.
+//
+//   ASSIGN_OR_RETURN(auto client, ps::Client::Connect(options));
+//   RETURN_IF_ERROR(client->CreateTable({"model", num_params, sgd, init}));
+//   RETURN_IF_ERROR(client->Pull("model", 0, num_params, weights.data()));
+//   RETURN_IF_ERROR(client->Push("model", 0, num_params, grads.data()));
+//
+// Pull and Push split a key range by shard, cut each piece into chunks of at
+// most chunk_bytes, and keep up to max_inflight_per_server chunk calls per
+// shard in flight at once, on channels_per_server TCP connections per server,
+// so every shard works in parallel and large ranges pipeline. Every call has
+// a deadline; a failure names the server's address and shard.
+//
+// Thread-safety: all methods are safe to call concurrently.
+#ifndef SHARDPS_PS_CLIENT_H_
+#define SHARDPS_PS_CLIENT_H_
+
+#include <grpcpp/channel.h>
+#include <grpcpp/generic/generic_stub.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "proto/shardps.grpc.pb.h"
+#include "ps/range_partition.h"
+
+namespace ps {
+
+struct ClientOptions {
+  std::vector<std::string> server_addrs;  // shard i is served by entry i
+  std::string job = "default";
+  uint32_t worker = 0;  // reported to servers with each call
+  // Largest payload of one Pull/Push call; a multiple of 64 bytes.
+  size_t chunk_bytes = 1 << 20;
+  int channels_per_server = 2;      // loopback TCP tops out per connection
+  int max_inflight_per_server = 8;  // chunk calls in flight per shard
+  absl::Duration rpc_timeout = absl::Seconds(30);  // deadline of every call
+  int max_message_bytes = 256 << 20;
+};
+
+struct TableOptions {
+  std::string name;
+  uint64_t num_params = 0;
+  shardps::OptimizerConfig optimizer;
+  shardps::InitConfig init;
+};
+
+class Client {
+ public:
+  // Checks the options and creates the channels; connecting happens lazily.
+  static absl::StatusOr<std::unique_ptr<Client>> Connect(ClientOptions options);
+
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+  ~Client();
+
+  int num_servers() const { return static_cast<int>(servers_.size()); }
+  const ClientOptions& options() const { return options_; }
+
+  // Waits until every server's health service answers SERVING; the error
+  // names the first server that did not within `timeout`.
+  absl::Status WaitReady(absl::Duration timeout);
+
+  // Creates the table on every server (shard i of RangePartition(P, S) on
+  // server i), or finds the identical table another worker already created.
+  absl::Status CreateTable(const TableOptions& table);
+
+  // Copies keys [begin, end) of `table` into out[0, end - begin). `clock` is
+  // the caller's iteration, for consistency modes and stats.
+  absl::Status Pull(absl::string_view table, uint64_t begin, uint64_t end,
+                    float* out, uint64_t clock = 0);
+
+  // Sends the gradient grad[0, end - begin) for keys [begin, end). A gradient
+  // with a NaN or Inf is refused before anything is sent, so no shard
+  // applies part of it.
+  absl::Status Push(absl::string_view table, uint64_t begin, uint64_t end,
+                    const float* grad, uint64_t clock = 0);
+
+  // Each server's Stats, in shard order.
+  absl::StatusOr<std::vector<shardps::StatsResponse>> Stats();
+
+  struct ServerConn;  // implementation detail, defined in client.cc
+  class BulkOp;       // implementation detail, defined in client.cc
+
+ private:
+  explicit Client(ClientOptions options);
+  absl::StatusOr<const RangePartition*> FindTable(absl::string_view table,
+                                                  uint64_t begin, uint64_t end);
+  absl::Status RunBulk(bool is_push, absl::string_view table, uint64_t begin,
+                       uint64_t end, float* out, const float* grad,
+                       uint64_t clock);
+
+  const ClientOptions options_;
+  std::vector<std::unique_ptr<ServerConn>> servers_;
+  absl::Mutex tables_mu_;
+  absl::flat_hash_map<std::string, std::unique_ptr<RangePartition>> tables_
+      ABSL_GUARDED_BY(tables_mu_);
+};
+
+}  // namespace ps
+
+#endif  // SHARDPS_PS_CLIENT_H_

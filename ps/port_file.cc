@@ -1,0 +1,47 @@
+#include "ps/port_file.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+
+namespace ps {
+
+absl::Status WritePortFile(const std::string& path, int port) {
+  const std::string tmp = absl::StrCat(path, ".tmp");
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << port << "\n";
+    out.close();
+    if (!out) {
+      return absl::UnavailableError(absl::StrCat("cannot write port file ", tmp,
+                                                 ": ", std::strerror(errno)));
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot rename ", tmp, " to ", path, ": ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> ReadPortFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("no port file ", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  int port = 0;
+  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(text.str()), &port) ||
+      port <= 0 || port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("port file ", path, " does not hold a port"));
+  }
+  return port;
+}
+
+}  // namespace ps

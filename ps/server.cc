@@ -1,0 +1,53 @@
+#include "ps/server.h"
+
+#include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/server_builder.h>
+
+#include "absl/memory/memory.h"
+#include "absl/strings/str_cat.h"
+
+namespace ps {
+
+absl::StatusOr<std::unique_ptr<Server>> Server::Start(
+    const ServerOptions& options) {
+  // Process-wide switch inside gRPC; it only makes every server built from
+  // here on carry the standard health service.
+  grpc::EnableDefaultHealthCheckService(true);
+  std::unique_ptr<Server> server = absl::WrapUnique(
+      new Server(options, std::make_unique<ParameterService>(options.job)));
+  const std::string listen = absl::StrCat(options.host, ":", options.port);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(),
+                           &server->port_);
+  builder.RegisterService(server->service_.get());
+  builder.SetMaxReceiveMessageSize(options.max_message_bytes);
+  builder.SetMaxSendMessageSize(options.max_message_bytes);
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || server->port_ == 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", listen,
+                     " (address in use, or not an address of this host?)"));
+  }
+  server->server_->GetHealthCheckService()->SetServingStatus(true);
+  return server;
+}
+
+std::string Server::address() const {
+  return absl::StrCat(options_.host, ":", port_);
+}
+
+void Server::Shutdown(absl::Duration grace) {
+  absl::MutexLock lock(&shutdown_mu_);
+  if (shut_down_) return;
+  shut_down_ = true;
+  server_->GetHealthCheckService()->SetServingStatus(false);
+  server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
+  server_->Wait();
+}
+
+Server::~Server() {
+  if (server_ != nullptr) Shutdown(absl::Seconds(1));
+}
+
+}  // namespace ps

@@ -1,0 +1,64 @@
+// Server runs one shardps parameter-server shard: a gRPC server hosting
+// ParameterService and the standard grpc.health.v1 health service.
+//
+// Thread-safety: all methods are safe to call concurrently.
+#ifndef SHARDPS_PS_SERVER_H_
+#define SHARDPS_PS_SERVER_H_
+
+#include <grpcpp/server.h>
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "ps/service.h"
+
+namespace ps {
+
+struct ServerOptions {
+  std::string host = "0.0.0.0";
+  int port = 0;  // 0 = any free port; see Server::port()
+  // Requests for any other job are refused with FAILED_PRECONDITION.
+  std::string job = "default";
+  // Largest message accepted either way; the client's chunk size must fit.
+  int max_message_bytes = 256 << 20;
+};
+
+class Server {
+ public:
+  // Binds and starts serving. UNAVAILABLE names the address when binding
+  // fails (port in use, bad host).
+  static absl::StatusOr<std::unique_ptr<Server>> Start(
+      const ServerOptions& options);
+
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+  // Shuts down with a short grace period if still running.
+  ~Server();
+
+  int port() const { return port_; }
+  // "host:port" with the port actually bound.
+  std::string address() const;
+
+  // Marks the server NOT_SERVING, stops accepting calls (new ones get
+  // UNAVAILABLE), lets in-flight calls finish for up to `grace`, then cancels
+  // the rest. Idempotent.
+  void Shutdown(absl::Duration grace);
+
+ private:
+  Server(ServerOptions options, std::unique_ptr<ParameterService> service)
+      : options_(std::move(options)), service_(std::move(service)) {}
+
+  const ServerOptions options_;
+  // Declared before server_ so that it outlives it.
+  const std::unique_ptr<ParameterService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  absl::Mutex shutdown_mu_;
+  bool shut_down_ ABSL_GUARDED_BY(shutdown_mu_) = false;
+};
+
+}  // namespace ps
+
+#endif  // SHARDPS_PS_SERVER_H_

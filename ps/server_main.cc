@@ -1,0 +1,85 @@
+// shardps-server: one parameter-server shard. Runs until SIGTERM or SIGINT,
+// then stops accepting calls, lets in-flight ones finish and exits 0.
+#include <csignal>
+#include <cstdio>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/time.h"
+#include "ps/port_file.h"
+#include "ps/server.h"
+
+ABSL_FLAG(std::string, host, "0.0.0.0", "Address to listen on.");
+ABSL_FLAG(int, port, 0, "Port to listen on; 0 picks any free port.");
+ABSL_FLAG(std::string, port_file, "",
+          "If set, write the port actually bound to this file once serving "
+          "(written whole, then renamed into place).");
+ABSL_FLAG(std::string, job, "default",
+          "Job id; requests carrying another job id are refused.");
+ABSL_FLAG(int, max_message_mb, 256,
+          "Largest gRPC message accepted or sent, in MiB; the workers' "
+          "chunk size must fit.");
+ABSL_FLAG(double, shutdown_grace_s, 5,
+          "Seconds in-flight calls get to finish on SIGTERM/SIGINT.");
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "shardps-server: one key-range shard of the shardps parameter server.\n"
+      "  shardps-server --port=7070 --job=myjob");
+  absl::ParseCommandLine(argc, argv);
+
+  const int port = absl::GetFlag(FLAGS_port);
+  const int max_mb = absl::GetFlag(FLAGS_max_message_mb);
+  if (port < 0 || port > 65535) {
+    absl::FPrintF(stderr, "shardps-server: --port=%d is not in 0..65535\n",
+                  port);
+    return 2;
+  }
+  if (max_mb < 1 || max_mb > 1024) {
+    absl::FPrintF(stderr,
+                  "shardps-server: --max_message_mb=%d is not in 1..1024\n",
+                  max_mb);
+    return 2;
+  }
+
+  // Block the stop signals in every thread (gRPC's threads inherit the mask)
+  // so that this thread alone receives them, through sigwait below.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  ps::ServerOptions options;
+  options.host = absl::GetFlag(FLAGS_host);
+  options.port = port;
+  options.job = absl::GetFlag(FLAGS_job);
+  options.max_message_bytes = max_mb << 20;
+  absl::StatusOr<std::unique_ptr<ps::Server>> server =
+      ps::Server::Start(options);
+  if (!server.ok()) {
+    absl::FPrintF(stderr, "shardps-server: %s\n", server.status().ToString());
+    return 1;
+  }
+  const std::string port_file = absl::GetFlag(FLAGS_port_file);
+  if (!port_file.empty()) {
+    if (absl::Status s = ps::WritePortFile(port_file, (*server)->port());
+        !s.ok()) {
+      absl::FPrintF(stderr, "shardps-server: %s\n", s.ToString());
+      return 1;
+    }
+  }
+  absl::FPrintF(stderr, "shardps-server: job %s listening on %s\n", options.job,
+                (*server)->address());
+
+  int signal = 0;
+  sigwait(&stop_signals, &signal);
+  absl::FPrintF(stderr, "shardps-server: %s received, shutting down\n",
+                signal == SIGTERM ? "SIGTERM" : "SIGINT");
+  (*server)->Shutdown(absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_s)));
+  absl::FPrintF(stderr, "shardps-server: stopped\n");
+  return 0;
+}

@@ -1,0 +1,70 @@
+// ServerProcess starts a shardps-server binary as a child process on a free
+// port of this host and stops it again: what shardps-bench --spawn_servers
+// and the end-to-end tests use to get real, separate server processes.
+//
+// Thread-safety: none; owned and used by one thread.
+#ifndef SHARDPS_PS_SERVER_PROCESS_H_
+#define SHARDPS_PS_SERVER_PROCESS_H_
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace ps {
+
+struct ServerProcessOptions {
+  std::string binary;             // path of shardps-server
+  std::string run_dir;            // port file and log go here; must exist
+  std::string name = "server-0";  // names the files: NAME.port, NAME.log
+  std::string host = "127.0.0.1";
+  std::vector<std::string> extra_args;  // e.g. {"--job=j"}
+  absl::Duration start_timeout = absl::Seconds(20);
+};
+
+class ServerProcess {
+ public:
+  // Starts the server and waits for its port file. On failure (binary
+  // missing, early exit, timeout) the error quotes the log's last lines.
+  static absl::StatusOr<std::unique_ptr<ServerProcess>> Spawn(
+      const ServerProcessOptions& options);
+
+  ServerProcess(const ServerProcess&) = delete;
+  ServerProcess& operator=(const ServerProcess&) = delete;
+  // Stops the server if it still runs (SIGTERM, then SIGKILL).
+  ~ServerProcess();
+
+  pid_t pid() const { return pid_; }
+  int port() const { return port_; }
+  std::string address() const;
+  const std::string& log_path() const { return log_path_; }
+
+  // SIGTERM, then waits up to `grace` before SIGKILL. Returns the exit
+  // status: OK only for a clean exit with code 0.
+  absl::Status Stop(absl::Duration grace = absl::Seconds(10));
+
+  // SIGKILL, as a crash would; waits for the process to be gone.
+  void Kill();
+
+ private:
+  ServerProcess(std::string host, std::string log_path)
+      : host_(std::move(host)), log_path_(std::move(log_path)) {}
+  absl::Status Reap(absl::Time deadline);
+
+  const std::string host_;
+  const std::string log_path_;
+  pid_t pid_ = -1;
+  int port_ = 0;
+};
+
+// Path of a program installed beside the running executable (all shardps
+// binaries are built into one directory).
+std::string SiblingBinary(const std::string& name);
+
+}  // namespace ps
+
+#endif  // SHARDPS_PS_SERVER_PROCESS_H_

@@ -1,0 +1,120 @@
+#include "ps/service.h"
+
+#include "absl/strings/str_cat.h"
+#include "ps/float_pieces.h"
+#include "ps/grpc_status.h"
+#include "ps/wire_codec.h"
+
+namespace ps {
+namespace {
+
+constexpr int kPullValuesField = shardps::PullResponse::kValuesFieldNumber;
+constexpr int kPushGradientField = shardps::PushRequest::kGradientFieldNumber;
+
+}  // namespace
+
+grpc::ServerUnaryReactor* ParameterService::Finish(
+    grpc::CallbackServerContext* context, const absl::Status& status) {
+  if (!status.ok()) rejected_requests_.fetch_add(1, std::memory_order_relaxed);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ParameterService::CreateTable(
+    grpc::CallbackServerContext* context,
+    const shardps::CreateTableRequest* request,
+    shardps::CreateTableResponse* response) {
+  bool created = false;
+  absl::StatusOr<Table*> table = registry_.CreateTable(*request, &created);
+  if (table.ok()) {
+    response->set_begin((*table)->store->range().begin);
+    response->set_end((*table)->store->range().end);
+    response->set_created(created);
+  }
+  return Finish(context, table.status());
+}
+
+grpc::ServerUnaryReactor* ParameterService::Stats(
+    grpc::CallbackServerContext* context, const shardps::StatsRequest* request,
+    shardps::StatsResponse* response) {
+  absl::Status status = registry_.CheckJob(request->job());
+  if (status.ok()) {
+    registry_.FillStats(response);
+    response->set_pull_requests(pull_requests_.load());
+    response->set_push_requests(push_requests_.load());
+    response->set_bytes_pulled(bytes_pulled_.load());
+    response->set_bytes_pushed(bytes_pushed_.load());
+    response->set_rejected_requests(rejected_requests_.load());
+  }
+  return Finish(context, status);
+}
+
+grpc::ServerUnaryReactor* ParameterService::Pull(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  pull_requests_.fetch_add(1, std::memory_order_relaxed);
+  return Finish(context, DoPull(*request, response));
+}
+
+grpc::ServerUnaryReactor* ParameterService::Push(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  push_requests_.fetch_add(1, std::memory_order_relaxed);
+  return Finish(context, DoPush(*request, response));
+}
+
+absl::Status ParameterService::DoPull(const grpc::ByteBuffer& request,
+                                      grpc::ByteBuffer* response) {
+  shardps::PullRequest pull;
+  if (absl::Status s = ParseSmallMessage(request, &pull); !s.ok()) return s;
+  absl::StatusOr<Table*> table = registry_.Find(pull.job(), pull.table());
+  if (!table.ok()) return table.status();
+  const KeyRange keys{pull.begin(), pull.end()};
+  // Check before sizing the reply buffer by the requested range.
+  if (absl::Status s = (*table)->store->CheckKeys(keys); !s.ok()) return s;
+  const size_t payload = keys.size() * sizeof(float);
+  // Values are copied once, from the store straight into a reused buffer that
+  // gRPC sends from, with the message header written just in front of them.
+  PooledBuffer buffer = pull_buffers_.Acquire(kMaxWireHeaderBytes + payload);
+  char* values = buffer.data() + kMaxWireHeaderBytes;
+  absl::StatusOr<uint64_t> version =
+      (*table)->store->Pull(keys, reinterpret_cast<float*>(values));
+  if (!version.ok()) return version.status();
+  shardps::PullResponse header;
+  header.set_version(*version);
+  const size_t header_bytes =
+      WriteHeaderBefore(header, kPullValuesField, payload, values);
+  grpc::Slice slice = std::move(buffer).ToSlice(
+      kMaxWireHeaderBytes - header_bytes, header_bytes + payload);
+  *response = grpc::ByteBuffer(&slice, 1);
+  bytes_pulled_.fetch_add(payload, std::memory_order_relaxed);
+  return absl::OkStatus();
+}
+
+absl::Status ParameterService::DoPush(const grpc::ByteBuffer& request,
+                                      grpc::ByteBuffer* response) {
+  SplitMessage split;
+  if (absl::Status s = SplitBulkField(request, kPushGradientField, &split);
+      !s.ok()) {
+    return s;
+  }
+  shardps::PushRequest push;
+  if (!push.ParseFromString(split.rest)) {
+    return absl::InvalidArgumentError("malformed PushRequest fields");
+  }
+  absl::StatusOr<Table*> table = registry_.Find(push.job(), push.table());
+  if (!table.ok()) return table.status();
+  FloatPieces gradient(split.bulk);
+  absl::StatusOr<uint64_t> version =
+      (*table)->store->Push({push.begin(), push.end()}, gradient);
+  if (!version.ok()) return version.status();
+  (*table)->RecordClock(push.worker(), push.clock());
+  shardps::PushResponse reply;
+  reply.set_version(*version);
+  *response = SerializeSmallMessage(reply);
+  bytes_pushed_.fetch_add(gradient.byte_size(), std::memory_order_relaxed);
+  return absl::OkStatus();
+}
+
+}  // namespace ps

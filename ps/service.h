@@ -1,0 +1,71 @@
+// ParameterService is the gRPC face of one shardps server: it decodes
+// requests, hands them to the TableRegistry and its ShardStores, and encodes
+// the replies. Pull and Push are raw (ByteBuffer) methods so that the float
+// payload goes from gRPC's slices into the store, and from a pooled buffer
+// back out, without a std::string copy (ps/wire_codec.h); CreateTable and
+// Stats are ordinary protobuf methods.
+//
+// Every handler runs to completion on the gRPC callback thread that called
+// it; there is no thread per request.
+//
+// Thread-safety: gRPC calls the handlers concurrently; all state is either
+// immutable, atomic or guarded inside TableRegistry/ShardStore/BufferPool.
+#ifndef SHARDPS_PS_SERVICE_H_
+#define SHARDPS_PS_SERVICE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "proto/shardps.grpc.pb.h"
+#include "ps/buffer_pool.h"
+#include "ps/table_registry.h"
+
+namespace ps {
+
+using ParameterServiceBase =
+    shardps::ParameterServer::WithRawCallbackMethod_Pull<
+        shardps::ParameterServer::WithRawCallbackMethod_Push<
+            shardps::ParameterServer::WithCallbackMethod_CreateTable<
+                shardps::ParameterServer::WithCallbackMethod_Stats<
+                    shardps::ParameterServer::Service>>>>;
+
+class ParameterService final : public ParameterServiceBase {
+ public:
+  explicit ParameterService(std::string job) : registry_(std::move(job)) {}
+
+  grpc::ServerUnaryReactor* CreateTable(
+      grpc::CallbackServerContext* context,
+      const shardps::CreateTableRequest* request,
+      shardps::CreateTableResponse* response) override;
+  grpc::ServerUnaryReactor* Stats(grpc::CallbackServerContext* context,
+                                  const shardps::StatsRequest* request,
+                                  shardps::StatsResponse* response) override;
+  grpc::ServerUnaryReactor* Pull(grpc::CallbackServerContext* context,
+                                 const grpc::ByteBuffer* request,
+                                 grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* Push(grpc::CallbackServerContext* context,
+                                 const grpc::ByteBuffer* request,
+                                 grpc::ByteBuffer* response) override;
+
+ private:
+  absl::Status DoPull(const grpc::ByteBuffer& request,
+                      grpc::ByteBuffer* response);
+  absl::Status DoPush(const grpc::ByteBuffer& request,
+                      grpc::ByteBuffer* response);
+  // Finishes a call with `status`, counting rejections.
+  grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* context,
+                                   const absl::Status& status);
+
+  TableRegistry registry_;
+  BufferPool pull_buffers_;
+  std::atomic<uint64_t> pull_requests_{0};
+  std::atomic<uint64_t> push_requests_{0};
+  std::atomic<uint64_t> bytes_pulled_{0};
+  std::atomic<uint64_t> bytes_pushed_{0};
+  std::atomic<uint64_t> rejected_requests_{0};
+};
+
+}  // namespace ps
+
+#endif  // SHARDPS_PS_SERVICE_H_

@@ -1,0 +1,128 @@
+#include "ps/table_registry.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "ps/initializer.h"
+#include "ps/range_partition.h"
+
+namespace ps {
+namespace {
+
+// Tables are addressed by name in every request; keep names printable and
+// short so they can appear in errors, logs and metrics.
+absl::Status CheckTableName(absl::string_view name) {
+  if (name.empty() || name.size() > 128) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "table name must have 1 to 128 characters, got ", name.size()));
+  }
+  for (char c : name) {
+    if (c <= ' ' || c > '~') {
+      return absl::InvalidArgumentError(
+          "table name must be printable ASCII without spaces");
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void Table::RecordClock(uint32_t worker, uint64_t clock) {
+  absl::MutexLock lock(&clocks_mu);
+  uint64_t& seen = clocks[worker];
+  seen = std::max(seen, clock);
+}
+
+absl::Status TableRegistry::CheckJob(absl::string_view job) const {
+  if (job != job_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "request for job '", job, "' reached a server of job '", job_, "'"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Table*> TableRegistry::CreateTable(
+    const shardps::CreateTableRequest& spec, bool* created) {
+  *created = false;
+  if (absl::Status s = CheckJob(spec.job()); !s.ok()) return s;
+  if (absl::Status s = CheckTableName(spec.table()); !s.ok()) return s;
+  if (spec.num_shards() < 1 || spec.shard_index() >= spec.num_shards()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shard_index ", spec.shard_index(), " is not in [0, ",
+                     spec.num_shards(), ")"));
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = tables_.find(spec.table());
+    if (it != tables_.end()) {
+      if (!google::protobuf::util::MessageDifferencer::Equals(it->second->spec,
+                                                              spec)) {
+        return absl::AlreadyExistsError(absl::StrCat(
+            "table '", spec.table(), "' already exists with another spec: ",
+            it->second->spec.ShortDebugString(), " vs requested ",
+            spec.ShortDebugString()));
+      }
+      return it->second.get();
+    }
+  }
+  // Validate and build outside the lock: filling a large table takes a while
+  // and other tables' requests should not wait for it.
+  if (absl::Status s = ValidateInit(spec.init()); !s.ok()) return s;
+  const KeyRange range = RangePartition(spec.num_params(), spec.num_shards())
+                             .shard_range(spec.shard_index());
+  absl::StatusOr<std::unique_ptr<Updater>> updater =
+      MakeUpdater(spec.optimizer(), range.size());
+  if (!updater.ok()) return updater.status();
+  std::vector<float> values(range.size());
+  FillInitialValues(spec.init(), range, values.data());
+  auto table = std::make_unique<Table>(
+      spec, std::make_unique<ShardStore>(range, *std::move(updater),
+                                         std::move(values)));
+
+  absl::MutexLock lock(&mu_);
+  auto [it, inserted] = tables_.try_emplace(spec.table(), std::move(table));
+  if (!inserted && !google::protobuf::util::MessageDifferencer::Equals(
+                       it->second->spec, spec)) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        "table '", spec.table(), "' was just created with another spec: ",
+        it->second->spec.ShortDebugString()));
+  }
+  *created = inserted;
+  return it->second.get();
+}
+
+absl::StatusOr<Table*> TableRegistry::Find(absl::string_view job,
+                                           absl::string_view table) {
+  if (absl::Status s = CheckJob(job); !s.ok()) return s;
+  absl::ReaderMutexLock lock(&mu_);
+  auto it = tables_.find(table);
+  if (it == tables_.end()) {
+    return absl::NotFoundError(absl::StrCat("unknown table '", table, "'"));
+  }
+  return it->second.get();
+}
+
+void TableRegistry::FillStats(shardps::StatsResponse* out) {
+  out->set_job(job_);
+  absl::ReaderMutexLock lock(&mu_);
+  for (const auto& [name, table] : tables_) {
+    shardps::TableStats* ts = out->add_tables();
+    ts->set_table(name);
+    ts->set_num_params(table->spec.num_params());
+    ts->set_num_shards(table->spec.num_shards());
+    ts->set_shard_index(table->spec.shard_index());
+    ts->set_begin(table->store->range().begin);
+    ts->set_end(table->store->range().end);
+    ts->set_version(table->store->version());
+    absl::MutexLock clocks_lock(&table->clocks_mu);
+    for (const auto& [worker, clock] : table->clocks) {
+      shardps::WorkerClock* wc = ts->add_worker_clocks();
+      wc->set_worker(worker);
+      wc->set_clock(clock);
+    }
+  }
+}
+
+}  // namespace ps

@@ -1,0 +1,73 @@
+// TableRegistry is a server's set of tables for one job: it creates them
+// idempotently, finds them for each request, and keeps per-table clocks and
+// per-server counters for Stats. It knows nothing of gRPC; ps/service.h
+// adapts it to the wire.
+//
+// Thread-safety: all methods are safe to call concurrently. Tables are never
+// removed, so a Table* stays valid for the registry's lifetime.
+#ifndef SHARDPS_PS_TABLE_REGISTRY_H_
+#define SHARDPS_PS_TABLE_REGISTRY_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "proto/shardps.pb.h"
+#include "ps/shard_store.h"
+
+namespace ps {
+
+struct Table {
+  Table(shardps::CreateTableRequest spec, std::unique_ptr<ShardStore> store)
+      : spec(std::move(spec)), store(std::move(store)) {}
+
+  // Records that `worker` pushed `clock`; keeps the highest clock seen.
+  void RecordClock(uint32_t worker, uint64_t clock);
+
+  const shardps::CreateTableRequest spec;
+  const std::unique_ptr<ShardStore> store;
+
+  absl::Mutex clocks_mu;
+  absl::flat_hash_map<uint32_t, uint64_t> clocks ABSL_GUARDED_BY(clocks_mu);
+};
+
+class TableRegistry {
+ public:
+  explicit TableRegistry(std::string job) : job_(std::move(job)) {}
+  TableRegistry(const TableRegistry&) = delete;
+  TableRegistry& operator=(const TableRegistry&) = delete;
+
+  const std::string& job() const { return job_; }
+
+  // Creates the table described by `spec`, or finds an identical one
+  // (`*created` tells which). FAILED_PRECONDITION for another job's request,
+  // INVALID_ARGUMENT for a bad spec, ALREADY_EXISTS when a table of that name
+  // exists with a different spec.
+  absl::StatusOr<Table*> CreateTable(const shardps::CreateTableRequest& spec,
+                                     bool* created);
+
+  // FAILED_PRECONDITION when `job` is not this server's job, NOT_FOUND for an
+  // unknown table.
+  absl::StatusOr<Table*> Find(absl::string_view job, absl::string_view table);
+
+  // Fills the table part of a Stats reply.
+  void FillStats(shardps::StatsResponse* out);
+
+  absl::Status CheckJob(absl::string_view job) const;
+
+ private:
+  const std::string job_;
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::string, std::unique_ptr<Table>> tables_
+      ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace ps
+
+#endif  // SHARDPS_PS_TABLE_REGISTRY_H_
