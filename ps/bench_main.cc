@@ -13,13 +13,12 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/barrier.h"
 #include "absl/time/clock.h"
 #include "ps/client.h"
+#include "ps/program.h"
 #include "ps/server_addrs.h"
 #include "ps/server_process.h"
 
@@ -112,10 +111,10 @@ int Fail(const absl::Status& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "shardps-bench: push/pull throughput of shardps servers.\n"
+  ps::InitProgram(
+      argc, argv,
+      "push/pull throughput of shardps servers.\n"
       "  shardps-bench --spawn_servers=2 --workers=2 --params=1000000 --json");
-  absl::ParseCommandLine(argc, argv);
   const int spawn = absl::GetFlag(FLAGS_spawn_servers);
   const int workers = absl::GetFlag(FLAGS_workers);
   const int64_t params = absl::GetFlag(FLAGS_params);

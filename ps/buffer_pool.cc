@@ -30,6 +30,8 @@ void BufferPool::State::Return(std::unique_ptr<PooledBuffer::Block> block) {
   if (idle.size() < max_idle) idle.push_back(std::move(block));
 }
 
+PooledBuffer::PooledBuffer() = default;
+PooledBuffer::PooledBuffer(PooledBuffer&&) noexcept = default;
 PooledBuffer::PooledBuffer(std::unique_ptr<Block> block)
     : block_(std::move(block)) {}
 

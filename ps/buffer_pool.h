@@ -23,8 +23,8 @@ class BufferPool;
 
 class PooledBuffer {
  public:
-  PooledBuffer() = default;
-  PooledBuffer(PooledBuffer&&) noexcept = default;
+  PooledBuffer();
+  PooledBuffer(PooledBuffer&&) noexcept;
   PooledBuffer& operator=(PooledBuffer&&) noexcept;
   PooledBuffer(const PooledBuffer&) = delete;
   PooledBuffer& operator=(const PooledBuffer&) = delete;

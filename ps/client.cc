@@ -439,7 +439,7 @@ absl::Status Client::Pull(absl::string_view table, uint64_t begin, uint64_t end,
 
 absl::Status Client::Push(absl::string_view table, uint64_t begin, uint64_t end,
                           const float* grad, uint64_t clock) {
-  if (begin < end && !AllFinite(grad, end - begin)) {
+  if (begin < end && !AllFinite(UnalignedFloats(grad, end - begin))) {
     return absl::InvalidArgumentError(
         absl::StrCat("gradient for '", table, "' keys [", begin, ", ", end,
                      ") contains NaN or Inf; nothing was sent"));

@@ -3,17 +3,17 @@
 #include <algorithm>
 #include <cassert>
 #include <cstdint>
-#include <cstring>
 
 namespace ps {
 
-bool AllFinite(const float* values, size_t n) {
-  // Exponent bits all set means NaN or Inf. Written on the bit pattern (and
-  // without an early exit) so the compiler vectorizes it.
+bool AllFinite(UnalignedFloats values) {
+  // Exponent bits all set means NaN or Inf. Written on the bit pattern and
+  // without an early exit so that the compiler vectorizes it.
   uint32_t bad = 0;
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    const float v = values[i];
     uint32_t bits;
-    std::memcpy(&bits, &values[i], sizeof bits);
+    std::memcpy(&bits, &v, sizeof bits);
     bad |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
   }
   return bad == 0;
@@ -24,22 +24,26 @@ FloatPieces::FloatPieces(absl::Span<const absl::string_view> pieces)
   for (absl::string_view p : pieces_) byte_size_ += p.size();
 }
 
+void FloatPieces::Advance(size_t bytes) {
+  offset_ += bytes;
+  consumed_ += bytes;
+  if (offset_ == pieces_[piece_].size()) {
+    ++piece_;
+    offset_ = 0;
+  }
+}
+
 void FloatPieces::Read(float* out, size_t n) {
   size_t want = n * sizeof(float);
   assert(want <= remaining_bytes());
   char* dst = reinterpret_cast<char*>(out);
   while (want > 0) {
-    const absl::string_view piece = pieces_[piece_];
-    const size_t take = std::min(want, piece.size() - offset_);
-    std::memcpy(dst, piece.data() + offset_, take);
+    const absl::string_view here = current();
+    const size_t take = std::min(want, here.size());
+    std::memcpy(dst, here.data(), take);
     dst += take;
     want -= take;
-    offset_ += take;
-    consumed_ += take;
-    if (offset_ == piece.size()) {
-      ++piece_;
-      offset_ = 0;
-    }
+    Advance(take);
   }
 }
 
@@ -50,13 +54,11 @@ void FloatPieces::Reset() {
 }
 
 bool FloatPieces::RestAllFinite() {
-  alignas(64) float block[kBlockFloats];
-  while (remaining_bytes() >= sizeof(float)) {
-    const size_t n = std::min(kBlockFloats, remaining_bytes() / sizeof(float));
-    Read(block, n);
-    if (!AllFinite(block, n)) return false;
-  }
-  return true;
+  bool finite = true;
+  ForEachRun(remaining_bytes() / sizeof(float), [&finite](UnalignedFloats run) {
+    finite = finite && AllFinite(run);
+  });
+  return finite;
 }
 
 }  // namespace ps

@@ -23,6 +23,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   builder.RegisterService(server->service_.get());
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
+  // gRPC sets SO_REUSEPORT by default, which would let a second server bind
+  // a busy port and silently take half of its connections.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
     return absl::UnavailableError(

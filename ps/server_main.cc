@@ -5,11 +5,10 @@
 #include <string>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "ps/port_file.h"
+#include "ps/program.h"
 #include "ps/server.h"
 
 ABSL_FLAG(std::string, host, "0.0.0.0", "Address to listen on.");
@@ -26,10 +25,9 @@ ABSL_FLAG(double, shutdown_grace_s, 5,
           "Seconds in-flight calls get to finish on SIGTERM/SIGINT.");
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "shardps-server: one key-range shard of the shardps parameter server.\n"
-      "  shardps-server --port=7070 --job=myjob");
-  absl::ParseCommandLine(argc, argv);
+  ps::InitProgram(argc, argv,
+                  "one key-range shard of the shardps parameter server.\n"
+                  "  shardps-server --port=7070 --job=myjob");
 
   const int port = absl::GetFlag(FLAGS_port);
   const int max_mb = absl::GetFlag(FLAGS_max_message_mb);

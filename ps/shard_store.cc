@@ -64,20 +64,16 @@ absl::StatusOr<uint64_t> ShardStore::Push(KeyRange keys,
                                                    ") contains NaN or Inf"));
   }
   gradient.Reset();
-  alignas(64) float block[FloatPieces::kBlockFloats];
   uint64_t at = keys.begin - range_.begin;
   const uint64_t stop = keys.end - range_.begin;
   while (at < stop) {
     const uint64_t stripe = at / kStripeFloats;
     const uint64_t stripe_end = std::min(stop, (stripe + 1) * kStripeFloats);
     absl::MutexLock lock(&stripes_[stripe]);
-    while (at < stripe_end) {
-      const uint64_t n =
-          std::min<uint64_t>(FloatPieces::kBlockFloats, stripe_end - at);
-      gradient.Read(block, n);
-      updater_->Apply(at, &values_[at], block, n);
-      at += n;
-    }
+    gradient.ForEachRun(stripe_end - at, [&](UnalignedFloats run) {
+      updater_->Apply(at, &values_[at], run);
+      at += run.size();
+    });
   }
   return version_.fetch_add(1, std::memory_order_acq_rel) + 1;
 }

@@ -7,10 +7,9 @@
 
 namespace ps {
 
-void SgdUpdater::Apply(uint64_t offset, float* weights, const float* grad,
-                       size_t n) {
+void SgdUpdater::Apply(uint64_t offset, float* weights, UnalignedFloats grad) {
   const float lr = learning_rate_;
-  for (size_t i = 0; i < n; ++i) weights[i] -= lr * grad[i];
+  for (size_t i = 0; i < grad.size(); ++i) weights[i] -= lr * grad[i];
 }
 
 absl::StatusOr<std::unique_ptr<Updater>> MakeUpdater(

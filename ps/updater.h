@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "proto/shardps.pb.h"
+#include "ps/float_pieces.h"
 
 namespace ps {
 
@@ -21,18 +22,17 @@ class Updater {
  public:
   virtual ~Updater() = default;
 
-  // Updates `weights[0, n)` with `grad[0, n)`. `offset` is the position of
-  // weights[0] within the shard, for optimizers that keep per-key state.
-  virtual void Apply(uint64_t offset, float* weights, const float* grad,
-                     size_t n) = 0;
+  // Updates weights[0, grad.size()) with `grad`, read in place from the
+  // request. `offset` is the position of weights[0] within the shard, for
+  // optimizers that keep per-key state.
+  virtual void Apply(uint64_t offset, float* weights, UnalignedFloats grad) = 0;
 };
 
 // w -= learning_rate * g
 class SgdUpdater final : public Updater {
  public:
   explicit SgdUpdater(float learning_rate) : learning_rate_(learning_rate) {}
-  void Apply(uint64_t offset, float* weights, const float* grad,
-             size_t n) override;
+  void Apply(uint64_t offset, float* weights, UnalignedFloats grad) override;
 
  private:
   const float learning_rate_;
