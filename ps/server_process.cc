@@ -2,7 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,8 +16,6 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "ps/port_file.h"
-
-extern char** environ;
 
 namespace ps {
 namespace {
@@ -64,20 +62,33 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Spawn(
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
 
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO,
-                                   process->log_path_.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-  const int rc = posix_spawn(&process->pid_, options.binary.c_str(), &actions,
-                             nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) {
-    process->pid_ = -1;
-    return absl::NotFoundError(
-        absl::StrCat("cannot start ", options.binary, ": ", std::strerror(rc)));
+  // fork + exec rather than posix_spawn: the child asks to be sent SIGTERM
+  // when its parent dies, so a crashed bench or test leaves no stray server.
+  const int log_fd = open(process->log_path_.c_str(),
+                          O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (log_fd < 0) {
+    return absl::NotFoundError(absl::StrCat("cannot create ",
+                                            process->log_path_, ": ",
+                                            std::strerror(errno)));
   }
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(127);  // the parent is already gone
+    dup2(log_fd, STDOUT_FILENO);
+    dup2(log_fd, STDERR_FILENO);
+    execv(argv[0], argv.data());
+    const char* msg = "exec failed: cannot run the server binary\n";
+    (void)!write(STDERR_FILENO, msg, strlen(msg));
+    _exit(127);
+  }
+  close(log_fd);
+  if (pid < 0) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("fork: ", std::strerror(errno)));
+  }
+  process->pid_ = pid;
 
   const absl::Time deadline = absl::Now() + options.start_timeout;
   while (true) {

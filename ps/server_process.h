@@ -28,7 +28,9 @@ struct ServerProcessOptions {
 
 class ServerProcess {
  public:
-  // Starts the server and waits for its port file. On failure (binary
+  // Starts the server and waits for its port file. The server gets SIGTERM
+  // if the calling thread exits, so call this from a long-lived thread (the
+  // main thread, typically). On failure (binary
   // missing, early exit, timeout) the error quotes the log's last lines.
   static absl::StatusOr<std::unique_ptr<ServerProcess>> Spawn(
       const ServerProcessOptions& options);
