@@ -111,6 +111,7 @@ int Fail(const absl::Status& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  ps::GrpcRuntime grpc_runtime;
   ps::InitProgram(
       argc, argv,
       "push/pull throughput of shardps servers.\n"

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 #include <utility>
 
 #include "absl/memory/memory.h"
@@ -50,6 +51,22 @@ absl::Status CheckOptions(const ClientOptions& o) {
     return absl::InvalidArgumentError("rpc_timeout must be > 0");
   }
   return absl::OkStatus();
+}
+
+// The whole gradient is checked before any chunk leaves, so that a NaN in
+// the last chunk cannot leave the first ones applied. Nothing is in flight
+// meanwhile and the check is bound by memory bandwidth, so a large gradient
+// is checked by two threads, halving the time the servers sit idle.
+bool GradientIsFinite(const float* grad, size_t n) {
+  constexpr size_t kSplitAbove = 1 << 20;  // 4 MiB: thread start-up is noise
+  if (n < kSplitAbove) return AllFinite(UnalignedFloats(grad, n));
+  const size_t half = n / 2;
+  bool first_ok = true;
+  std::thread helper(
+      [&] { first_ok = AllFinite(UnalignedFloats(grad, half)); });
+  const bool second_ok = AllFinite(UnalignedFloats(grad + half, n - half));
+  helper.join();
+  return first_ok && second_ok;
 }
 
 std::chrono::system_clock::time_point DeadlineIn(absl::Duration d) {
@@ -98,8 +115,13 @@ class Client::BulkOp : public std::enable_shared_from_this<BulkOp> {
   void AddChunk(const Chunk& chunk) { chunks_.push_back(chunk); }
   size_t num_chunks() const { return chunks_.size(); }
 
+  // Runs every chunk and waits for all of them, or gives up on stragglers
+  // (see kStragglerGrace); either way nothing touches the caller's buffers
+  // once this returns.
   absl::Status Run() {
     calls_.resize(chunks_.size());
+    deadlines_.resize(chunks_.size());
+    finished_.assign(chunks_.size(), false);
     std::vector<size_t> launch;
     {
       absl::MutexLock lock(&mu_);
@@ -107,34 +129,66 @@ class Client::BulkOp : public std::enable_shared_from_this<BulkOp> {
     }
     for (size_t i : launch) Launch(i);
     absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(this, &BulkOp::FinishedLocked));
+    const absl::Condition finished(this, &BulkOp::FinishedLocked);
+    while (
+        !mu_.AwaitWithDeadline(finished, latest_deadline_ + kStragglerGrace)) {
+      if (absl::Now() >= latest_deadline_ + kStragglerGrace) {
+        AbandonLocked();
+        break;
+      }
+    }
     return error_;
   }
 
  private:
+  // gRPC ends a call at its deadline, except one whose message is stuck
+  // mid-write to a peer that stopped reading (a hung server): that call ends
+  // only when the connection dies. Run() gives such calls this long past
+  // their deadline, then returns DEADLINE_EXCEEDED; they finish in the
+  // background, holding a reference to this op but not to the caller.
+  static constexpr absl::Duration kStragglerGrace = absl::Seconds(1);
+
   struct Call {
     grpc::ClientContext context;
     grpc::ByteBuffer request;
     grpc::ByteBuffer response;
   };
 
-  // Keeps the op alive while gRPC holds a slice of the caller's gradient.
-  struct PayloadPin {
-    std::shared_ptr<BulkOp> op;
-  };
-
   bool FinishedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return inflight_ == 0 && pinned_payloads_ == 0 &&
-           (next_ == chunks_.size() || !error_.ok());
+    return inflight_ == 0 && (next_ == chunks_.size() || !error_.ok());
+  }
+
+  void AbandonLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    abandoned_ = true;
+    for (size_t i = 0; i < next_; ++i) {
+      if (!finished_[i] && error_.ok()) {
+        const Chunk& chunk = chunks_[i];
+        error_ = absl::DeadlineExceededError(absl::StrCat(
+            Describe(chunk), " on shard ", chunk.shard, " at ",
+            client_.servers_[chunk.shard]->address,
+            ": no answer within the deadline (the server stopped reading)"));
+      }
+    }
+    // Callbacks already past the abandoned_ check may still be writing to
+    // the caller's buffer or launching calls; let them finish first.
+    mu_.Await(absl::Condition(
+        +[](int* busy) { return *busy == 0; }, &callbacks_busy_));
   }
 
   void TakeLaunchesLocked(std::vector<size_t>* launch)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     while (error_.ok() && next_ < chunks_.size() && inflight_ < window_) {
+      const absl::Time deadline = absl::Now() + client_.options_.rpc_timeout;
+      deadlines_[next_] = deadline;
+      latest_deadline_ = std::max(latest_deadline_, deadline);
       launch->push_back(next_++);
       ++inflight_;
-      if (is_push_) ++pinned_payloads_;
     }
+  }
+
+  std::string Describe(const Chunk& chunk) const {
+    return absl::StrCat(is_push_ ? "push" : "pull", " of '", table_, "' keys [",
+                        chunk.keys.begin, ", ", chunk.keys.end, ")");
   }
 
   void Launch(size_t index) {
@@ -142,7 +196,7 @@ class Client::BulkOp : public std::enable_shared_from_this<BulkOp> {
     ServerConn& server = *client_.servers_[chunk.shard];
     calls_[index] = std::make_unique<Call>();
     Call& call = *calls_[index];
-    call.context.set_deadline(DeadlineIn(client_.options_.rpc_timeout));
+    call.context.set_deadline(absl::ToChronoTime(deadlines_[index]));
     const std::string* method;
     if (is_push_) {
       method = &push_method_;
@@ -153,6 +207,9 @@ class Client::BulkOp : public std::enable_shared_from_this<BulkOp> {
       FillHeader(chunk, &pull);
       call.request = SerializeSmallMessage(pull);
     }
+    // The callback owns a reference: a call outliving Run() keeps its
+    // context alive. gRPC holds its own reference to the call while it runs
+    // the callback, so the op (and its contexts) may be freed from there.
     server.bulk_stubs[chunk.channel]->UnaryCall(
         &call.context, *method, grpc::StubOptions(), &call.request,
         &call.response,
@@ -171,32 +228,23 @@ class Client::BulkOp : public std::enable_shared_from_this<BulkOp> {
     m->set_clock(clock_);
   }
 
-  // The gradient goes out as a slice of the caller's own memory: no copy.
-  // Run() does not return before gRPC has released every such slice.
+  // The gradient is copied once, into a reused buffer that gRPC sends from
+  // and releases whenever it is done with it. Sending the caller's memory in
+  // place would tie its lifetime to the connection: a call that times out
+  // against a hung server leaves its bytes queued on the socket.
   void EncodePush(const Chunk& chunk, grpc::ByteBuffer* request) {
     shardps::PushRequest header;
     FillHeader(chunk, &header);
     const size_t payload = chunk.keys.size() * sizeof(float);
-    char encoded[kMaxWireHeaderBytes];
-    const size_t header_bytes = WriteHeaderBefore(
-        header, kPushGradientField, payload, encoded + sizeof encoded);
-    const float* values = grad_ + (chunk.keys.begin - base_key_);
-    auto pin = std::make_unique<PayloadPin>(PayloadPin{shared_from_this()});
-    grpc::Slice slices[2] = {
-        grpc::Slice(encoded + sizeof encoded - header_bytes, header_bytes),
-        grpc::Slice(
-            const_cast<float*>(values), payload,
-            [](void* raw) {
-              std::unique_ptr<PayloadPin> pin(static_cast<PayloadPin*>(raw));
-              pin->op->ReleasePayload();
-            },
-            pin.release())};
-    *request = grpc::ByteBuffer(slices, 2);
-  }
-
-  void ReleasePayload() {
-    absl::MutexLock lock(&mu_);
-    --pinned_payloads_;
+    PooledBuffer buffer =
+        client_.push_buffers_.Acquire(kMaxWireHeaderBytes + payload);
+    char* values = buffer.data() + kMaxWireHeaderBytes;
+    std::memcpy(values, grad_ + (chunk.keys.begin - base_key_), payload);
+    const size_t header_bytes =
+        WriteHeaderBefore(header, kPushGradientField, payload, values);
+    grpc::Slice slice = std::move(buffer).ToSlice(
+        kMaxWireHeaderBytes - header_bytes, header_bytes + payload);
+    *request = grpc::ByteBuffer(&slice, 1);
   }
 
   absl::Status DecodePull(const Chunk& chunk, const grpc::ByteBuffer& reply) {
@@ -221,35 +269,43 @@ class Client::BulkOp : public std::enable_shared_from_this<BulkOp> {
   }
 
   void OnDone(size_t index, const grpc::Status& status) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (abandoned_) {
+        // Run() has returned: the caller's buffers and the Client may be gone.
+        --inflight_;
+        return;
+      }
+      ++callbacks_busy_;
+    }
     const Chunk& chunk = chunks_[index];
     const ServerConn& server = *client_.servers_[chunk.shard];
     absl::Status result;
-    const std::string what =
-        absl::StrCat(is_push_ ? "push" : "pull", " of '", table_, "' keys [",
-                     chunk.keys.begin, ", ", chunk.keys.end, ")");
     if (!status.ok()) {
-      result = server.Annotate(what, chunk.shard, status);
+      result = server.Annotate(Describe(chunk), chunk.shard, status);
     } else if (!is_push_) {
       result = DecodePull(chunk, calls_[index]->response);
       if (!result.ok()) {
-        result =
-            absl::Status(result.code(),
-                         absl::StrCat(what, " on shard ", chunk.shard, " at ",
-                                      server.address, ": ", result.message()));
+        result = absl::Status(
+            result.code(),
+            absl::StrCat(Describe(chunk), " on shard ", chunk.shard, " at ",
+                         server.address, ": ", result.message()));
       }
     }
-    // Drop our references to the request (which may pin the caller's
-    // gradient) and the reply now rather than when the whole op ends.
+    // Return the buffers to their pools now rather than when the op ends.
     calls_[index]->request.Clear();
     calls_[index]->response.Clear();
     std::vector<size_t> launch;
     {
       absl::MutexLock lock(&mu_);
       --inflight_;
+      finished_[index] = true;
       if (!result.ok() && error_.ok()) error_ = result;
       TakeLaunchesLocked(&launch);
     }
     for (size_t i : launch) Launch(i);
+    absl::MutexLock lock(&mu_);
+    --callbacks_busy_;
   }
 
   const Client& client_;
@@ -263,13 +319,18 @@ class Client::BulkOp : public std::enable_shared_from_this<BulkOp> {
   const std::string pull_method_ = kPullMethod;
   const std::string push_method_ = kPushMethod;
   std::vector<Chunk> chunks_;
-  std::vector<std::unique_ptr<Call>> calls_;
+  std::vector<std::unique_ptr<Call>> calls_;  // one per chunk, once launched
+  std::vector<absl::Time> deadlines_;         // written before each launch
 
   absl::Mutex mu_;
   size_t next_ ABSL_GUARDED_BY(mu_) = 0;
   int inflight_ ABSL_GUARDED_BY(mu_) = 0;
-  int pinned_payloads_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status error_ ABSL_GUARDED_BY(mu_);
+  std::vector<bool> finished_ ABSL_GUARDED_BY(mu_);
+  absl::Time latest_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  bool abandoned_ ABSL_GUARDED_BY(mu_) = false;
+  // OnDone calls between their abandoned_ check and their last launch.
+  int callbacks_busy_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 Client::Client(ClientOptions options) : options_(std::move(options)) {}
@@ -290,6 +351,10 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
       // A private subchannel pool gives each channel its own TCP connection;
       // otherwise gRPC would share one connection among identical channels.
       args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+      // Pings on busy connections: one to a hung server is closed after
+      // 40 s instead of holding its queued calls forever.
+      args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 30000);
+      args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
       conn->channels.push_back(grpc::CreateCustomChannel(
           address, grpc::InsecureChannelCredentials(), args));
       conn->bulk_stubs.push_back(
@@ -439,7 +504,7 @@ absl::Status Client::Pull(absl::string_view table, uint64_t begin, uint64_t end,
 
 absl::Status Client::Push(absl::string_view table, uint64_t begin, uint64_t end,
                           const float* grad, uint64_t clock) {
-  if (begin < end && !AllFinite(UnalignedFloats(grad, end - begin))) {
+  if (begin < end && !GradientIsFinite(grad, end - begin)) {
     return absl::InvalidArgumentError(
         absl::StrCat("gradient for '", table, "' keys [", begin, ", ", end,
                      ") contains NaN or Inf; nothing was sent"));

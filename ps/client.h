@@ -31,6 +31,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "proto/shardps.grpc.pb.h"
+#include "ps/buffer_pool.h"
 #include "ps/range_partition.h"
 
 namespace ps {
@@ -101,6 +102,7 @@ class Client {
 
   const ClientOptions options_;
   std::vector<std::unique_ptr<ServerConn>> servers_;
+  mutable BufferPool push_buffers_;  // thread-safe; reused across calls
   absl::Mutex tables_mu_;
   absl::flat_hash_map<std::string, std::unique_ptr<RangePartition>> tables_
       ABSL_GUARDED_BY(tables_mu_);

@@ -1,5 +1,7 @@
 #include "ps/program.h"
 
+#include <grpc/grpc.h>
+
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
@@ -7,6 +9,9 @@
 #include "ps/process_tuning.h"
 
 namespace ps {
+
+GrpcRuntime::GrpcRuntime() { grpc_init(); }
+GrpcRuntime::~GrpcRuntime() { grpc_shutdown_blocking(); }
 
 std::vector<char*> InitProgram(int argc, char** argv, absl::string_view usage) {
   absl::SetProgramUsageMessage(usage);

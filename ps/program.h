@@ -9,6 +9,19 @@
 
 namespace ps {
 
+// Holds gRPC initialized for the life of main(). gRPC otherwise tears its
+// runtime down on a background thread when the last gRPC object dies, which
+// can race with process exit (a crash or a hang in exit()). Declare one
+// first in main(), so it is destroyed last: its destructor waits for that
+// teardown to finish.
+class GrpcRuntime {
+ public:
+  GrpcRuntime();
+  ~GrpcRuntime();
+  GrpcRuntime(const GrpcRuntime&) = delete;
+  GrpcRuntime& operator=(const GrpcRuntime&) = delete;
+};
+
 // Parses the command line (exits with a message on a bad flag) and returns
 // the positional arguments.
 std::vector<char*> InitProgram(int argc, char** argv, absl::string_view usage);

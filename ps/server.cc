@@ -26,6 +26,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   // gRPC sets SO_REUSEPORT by default, which would let a second server bind
   // a busy port and silently take half of its connections.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // Accept the clients' keepalive pings (every 30 s) even while idle.
+  builder.AddChannelArgument(
+      GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
     return absl::UnavailableError(

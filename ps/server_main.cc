@@ -25,6 +25,15 @@ ABSL_FLAG(double, shutdown_grace_s, 5,
           "Seconds in-flight calls get to finish on SIGTERM/SIGINT.");
 
 int main(int argc, char** argv) {
+  // Block the stop signals in every thread so that this one alone receives
+  // them, through sigwait below. Threads inherit the mask, so this comes
+  // before gRPC starts any.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  ps::GrpcRuntime grpc_runtime;
   ps::InitProgram(argc, argv,
                   "one key-range shard of the shardps parameter server.\n"
                   "  shardps-server --port=7070 --job=myjob");
@@ -42,14 +51,6 @@ int main(int argc, char** argv) {
                   max_mb);
     return 2;
   }
-
-  // Block the stop signals in every thread (gRPC's threads inherit the mask)
-  // so that this thread alone receives them, through sigwait below.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   ps::ServerOptions options;
   options.host = absl::GetFlag(FLAGS_host);

@@ -67,9 +67,8 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Spawn(
   const int log_fd = open(process->log_path_.c_str(),
                           O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (log_fd < 0) {
-    return absl::NotFoundError(absl::StrCat("cannot create ",
-                                            process->log_path_, ": ",
-                                            std::strerror(errno)));
+    return absl::NotFoundError(absl::StrCat(
+        "cannot create ", process->log_path_, ": ", std::strerror(errno)));
   }
   const pid_t parent = getpid();
   const pid_t pid = fork();

@@ -98,6 +98,42 @@ TEST_F(BinariesTest, ServerServesThenStopsCleanlyOnSigtermAndSigint) {
   }
 }
 
+TEST_F(BinariesTest, HungServerGivesAnErrorWithinTheDeadline) {
+  // A stopped (SIGSTOP) server accepts no bytes: the client's TCP buffers
+  // fill with a large push and gRPC holds the rest. Calls must still end at
+  // their deadline, and the caller's memory must be safe to free afterwards.
+  absl::StatusOr<std::unique_ptr<ServerProcess>> server =
+      ServerProcess::Spawn(Options("hung"));
+  ASSERT_TRUE(server.ok()) << server.status();
+  ClientOptions o;
+  o.server_addrs = {(*server)->address()};
+  o.job = "e2e";
+  o.rpc_timeout = absl::Seconds(2);
+  std::unique_ptr<Client> client = *Client::Connect(o);
+  TableOptions t;
+  t.name = "w";
+  t.num_params = 16 << 20;
+  t.optimizer.set_name("sgd");
+  t.optimizer.set_learning_rate(1);
+  ASSERT_TRUE(client->CreateTable(t).ok());
+  kill((*server)->pid(), SIGSTOP);
+  for (int round = 0; round < 2; ++round) {
+    auto grad = std::make_unique<std::vector<float>>(t.num_params, 1.0f);
+    const absl::Time start = absl::Now();
+    absl::Status push = client->Push("w", 0, t.num_params, grad->data());
+    const absl::Duration took = absl::Now() - start;
+    EXPECT_TRUE(absl::IsDeadlineExceeded(push)) << push;
+    EXPECT_NE(push.message().find((*server)->address()), std::string::npos)
+        << push;
+    EXPECT_LT(took, absl::Seconds(6)) << "round " << round;
+    grad.reset();  // freed while the connection is still stuck
+    std::vector<float> out(1000);
+    EXPECT_FALSE(client->Pull("w", 0, 1000, out.data()).ok());
+  }
+  kill((*server)->pid(), SIGCONT);
+  EXPECT_TRUE((*server)->Stop().ok());
+}
+
 TEST_F(BinariesTest, ServerRefusesBadFlagsAndBusyPortsWithAClearMessage) {
   ServerProcessOptions bad = Options("bad");
   bad.extra_args.push_back("--port=99999");
