@@ -155,7 +155,8 @@ class Client::BulkOp : public std::enable_shared_from_this<BulkOp> {
   };
 
   bool FinishedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return inflight_ == 0 && (next_ == chunks_.size() || !error_.ok());
+    return inflight_ == 0 && callbacks_busy_ == 0 &&
+           (next_ == chunks_.size() || !error_.ok());
   }
 
   void AbandonLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -170,9 +171,11 @@ class Client::BulkOp : public std::enable_shared_from_this<BulkOp> {
       }
     }
     // Callbacks already past the abandoned_ check may still be writing to
-    // the caller's buffer or launching calls; let them finish first.
+    // the caller's buffer or launching calls; let them finish first. Then the
+    // calls still in flight become the Client's stragglers.
     mu_.Await(absl::Condition(
         +[](int* busy) { return *busy == 0; }, &callbacks_busy_));
+    client_.AddStragglers(inflight_);
   }
 
   void TakeLaunchesLocked(std::vector<size_t>* launch)
@@ -268,15 +271,28 @@ class Client::BulkOp : public std::enable_shared_from_this<BulkOp> {
     return absl::OkStatus();
   }
 
+  // Each call's context is destroyed here, in its own completion callback
+  // (gRPC keeps its own reference to the call meanwhile), while the Client
+  // is known to be alive: a context holds a channel reference, and the last
+  // reference to a channel must not be dropped on one of gRPC's callback
+  // threads, which the channel's teardown joins.
   void OnDone(size_t index, const grpc::Status& status) {
+    bool abandoned;
     {
       absl::MutexLock lock(&mu_);
-      if (abandoned_) {
-        // Run() has returned: the caller's buffers and the Client may be gone.
+      abandoned = abandoned_;
+      if (abandoned) {
         --inflight_;
-        return;
+      } else {
+        ++callbacks_busy_;
       }
-      ++callbacks_busy_;
+    }
+    if (abandoned) {
+      // Run() has returned: the caller's buffers may be gone; the Client
+      // waits for its stragglers before it closes its channels.
+      calls_[index].reset();
+      client_.StragglerDone();
+      return;
     }
     const Chunk& chunk = chunks_[index];
     const ServerConn& server = *client_.servers_[chunk.shard];
@@ -292,9 +308,7 @@ class Client::BulkOp : public std::enable_shared_from_this<BulkOp> {
                          server.address, ": ", result.message()));
       }
     }
-    // Return the buffers to their pools now rather than when the op ends.
-    calls_[index]->request.Clear();
-    calls_[index]->response.Clear();
+    calls_[index].reset();
     std::vector<size_t> launch;
     {
       absl::MutexLock lock(&mu_);
@@ -335,7 +349,23 @@ class Client::BulkOp : public std::enable_shared_from_this<BulkOp> {
 
 Client::Client(ClientOptions options) : options_(std::move(options)) {}
 
-Client::~Client() = default;
+Client::~Client() {
+  // Calls abandoned by a Pull/Push (stuck behind a hung server) end when
+  // keepalive closes that connection, within about 40 s.
+  absl::MutexLock lock(&stragglers_mu_);
+  stragglers_mu_.Await(absl::Condition(
+      +[](int* n) { return *n == 0; }, &stragglers_));
+}
+
+void Client::AddStragglers(int n) const {
+  absl::MutexLock lock(&stragglers_mu_);
+  stragglers_ += n;
+}
+
+void Client::StragglerDone() const {
+  absl::MutexLock lock(&stragglers_mu_);
+  --stragglers_;
+}
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
   if (absl::Status s = CheckOptions(options); !s.ok()) return s;

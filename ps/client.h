@@ -62,6 +62,8 @@ class Client {
 
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
+  // Waits for calls that an earlier Pull/Push gave up on (see BulkOp in
+  // client.cc) to end; only a server that hung mid-call leaves any.
   ~Client();
 
   int num_servers() const { return static_cast<int>(servers_.size()); }
@@ -103,6 +105,11 @@ class Client {
   const ClientOptions options_;
   std::vector<std::unique_ptr<ServerConn>> servers_;
   mutable BufferPool push_buffers_;  // thread-safe; reused across calls
+
+  void AddStragglers(int n) const;
+  void StragglerDone() const;
+  mutable absl::Mutex stragglers_mu_;
+  mutable int stragglers_ ABSL_GUARDED_BY(stragglers_mu_) = 0;
   absl::Mutex tables_mu_;
   absl::flat_hash_map<std::string, std::unique_ptr<RangePartition>> tables_
       ABSL_GUARDED_BY(tables_mu_);
