@@ -26,6 +26,7 @@ demo: build
 bench: build
 	$(BUILD)/bin/shardps-bench --spawn_servers=1 --workers=1 --params=1000000 --seconds=5 --json
 	$(BUILD)/bin/shardps-bench --spawn_servers=1 --workers=1 --params=10000000 --seconds=5 --json
+	$(BUILD)/bin/ps_kernels_bench
 
 format:
 	clang-format -i --style=Google $$(git ls-files '*.cc' '*.h')

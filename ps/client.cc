@@ -58,7 +58,7 @@ absl::Status CheckOptions(const ClientOptions& o) {
 // meanwhile and the check is bound by memory bandwidth, so a large gradient
 // is checked by two threads, halving the time the servers sit idle.
 bool GradientIsFinite(const float* grad, size_t n) {
-  constexpr size_t kSplitAbove = 1 << 20;  // 4 MiB: thread start-up is noise
+  constexpr size_t kSplitAbove = 1 << 18;  // 1 MiB: thread start-up is noise
   if (n < kSplitAbove) return AllFinite(UnalignedFloats(grad, n));
   const size_t half = n / 2;
   bool first_ok = true;

@@ -165,6 +165,13 @@ TEST_F(BinariesTest, HelpDocumentsFlagsWithDefaults) {
     EXPECT_NE(out.find(flag), std::string::npos) << flag << "\n" << out;
   }
   EXPECT_NE(out.find("default: 0"), std::string::npos) << out;
+  Run(absl::StrCat(SiblingBinary("shardps-bench"), " --help"), &out);
+  for (const char* flag :
+       {"--spawn_servers", "--server_addrs", "--num_servers", "--workers",
+        "--params", "--seconds", "--json", "--chunk_kb",
+        "--channels_per_server", "--inflight"}) {
+    EXPECT_NE(out.find(flag), std::string::npos) << flag << "\n" << out;
+  }
 }
 
 TEST_F(BinariesTest, BenchPrintsOneJsonLineWithEveryFigure) {

@@ -1,0 +1,79 @@
+// Google Benchmark micro-benchmarks of the server's per-byte kernels: what a
+// pushed chunk costs once it has arrived, without the network.
+//   build/bin/ps_kernels_bench
+#include <benchmark/benchmark.h>
+
+#include <string>
+#include <vector>
+
+#include "ps/float_pieces.h"
+#include "ps/shard_store.h"
+#include "ps/updater.h"
+
+namespace ps {
+namespace {
+
+// A float payload starting 1 byte into a buffer, as gRPC slices deliver it.
+struct Payload {
+  explicit Payload(size_t n) : storage(n * sizeof(float) + 1, '\0') {
+    for (size_t i = 0; i < n; ++i) {
+      const float v = 1e-3f * static_cast<float>(i % 97);
+      std::memcpy(&storage[1 + i * sizeof(float)], &v, sizeof v);
+    }
+  }
+  absl::string_view bytes() const {
+    return absl::string_view(storage).substr(1);
+  }
+  std::string storage;
+};
+
+void BM_AllFinite(benchmark::State& state) {
+  const size_t n = state.range(0);
+  Payload payload(n);
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(
+        AllFinite(UnalignedFloats(payload.bytes().data(), n)));
+  }
+  state.SetBytesProcessed(state.iterations() * n * sizeof(float));
+}
+BENCHMARK(BM_AllFinite)->Arg(1 << 18)->Arg(10 << 20);
+
+void BM_SgdApply(benchmark::State& state) {
+  const size_t n = state.range(0);
+  Payload payload(n);
+  std::vector<float> weights(n, 1.0f);
+  SgdUpdater sgd(1e-6f);
+  for (auto _ : state) {
+    sgd.Apply(0, weights.data(), UnalignedFloats(payload.bytes().data(), n));
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * n * sizeof(float));
+}
+BENCHMARK(BM_SgdApply)->Arg(1 << 18)->Arg(10 << 20);
+
+// A whole 1 MiB push into a shard of state.range(0) keys: validation, stripe
+// locks and the update, with the chunk cycling over the shard.
+void BM_ShardStorePush(benchmark::State& state) {
+  const uint64_t keys = state.range(0);
+  const uint64_t chunk = 1 << 18;
+  ShardStore store({0, keys}, std::make_unique<SgdUpdater>(1e-6f),
+                   std::vector<float>(keys, 1.0f));
+  Payload payload(chunk);
+  // Two pieces split mid-float, as the transport may cut them.
+  const absl::string_view all = payload.bytes();
+  std::vector<absl::string_view> pieces = {all.substr(0, 4097),
+                                           all.substr(4097)};
+  uint64_t at = 0;
+  for (auto _ : state) {
+    FloatPieces gradient(pieces);
+    benchmark::DoNotOptimize(store.Push({at, at + chunk}, gradient));
+    at = (at + chunk) % keys;
+  }
+  state.SetBytesProcessed(state.iterations() * chunk * sizeof(float));
+}
+BENCHMARK(BM_ShardStorePush)->Arg(1 << 20)->Arg(10 << 20);
+
+}  // namespace
+}  // namespace ps
+
+BENCHMARK_MAIN();
