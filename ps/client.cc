@@ -113,7 +113,6 @@ class Client::BulkOp : public std::enable_shared_from_this<BulkOp> {
         window_(window) {}
 
   void AddChunk(const Chunk& chunk) { chunks_.push_back(chunk); }
-  size_t num_chunks() const { return chunks_.size(); }
 
   // Runs every chunk and waits for all of them, or gives up on stragglers
   // (see kStragglerGrace); either way nothing touches the caller's buffers
