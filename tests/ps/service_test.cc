@@ -2,6 +2,7 @@
 // ps::Client, and the generated protobuf stub for requests a well-behaved
 // client never sends.
 #include <grpcpp/create_channel.h>
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/security/credentials.h>
 #include <gtest/gtest.h>
 
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/synchronization/notification.h"
 #include "proto/shardps.grpc.pb.h"
 #include "ps/client.h"
 #include "ps/server.h"
@@ -215,6 +217,40 @@ TEST_F(ServiceTest, BadRequestsGetTheirCodeAndChangeNothing) {
     EXPECT_EQ(s.bytes_pushed(), 0u);
   }
   EXPECT_GE((*stats)[0].rejected_requests(), 10u);
+}
+
+TEST_F(ServiceTest, GarbageBytesAreRefusedAsMalformed) {
+  std::unique_ptr<Client> client = Connect();
+  ASSERT_TRUE(client->CreateTable(Table("w", 100, 1.0f, 5.0f)).ok());
+  grpc::GenericStub stub(
+      grpc::CreateChannel(addrs_[0], grpc::InsecureChannelCredentials()));
+  // A truncated field, an unsupported wire type, a bulk field that runs
+  // past the end of the message.
+  for (const std::string& garbage :
+       {std::string("\x0a\x05te", 4), std::string("\x0f\x00", 2),
+        std::string("\x0a\x01w\x3a\x80\x01abc", 9)}) {
+    for (const char* method :
+         {"/shardps.ParameterServer/Push", "/shardps.ParameterServer/Pull"}) {
+      grpc::ClientContext context;
+      grpc::Slice slice(garbage);
+      grpc::ByteBuffer request(&slice, 1), response;
+      grpc::Status status;
+      absl::Notification done;
+      stub.UnaryCall(&context, method, grpc::StubOptions(), &request, &response,
+                     [&](grpc::Status s) {
+                       status = std::move(s);
+                       done.Notify();
+                     });
+      done.WaitForNotification();
+      EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+          << method << " " << status.error_message();
+      EXPECT_NE(status.error_message().find("malformed"), std::string::npos)
+          << status.error_message();
+    }
+  }
+  std::vector<float> out(100);
+  ASSERT_TRUE(client->Pull("w", 0, 100, out.data()).ok());
+  for (float v : out) ASSERT_EQ(v, 5.0f);
 }
 
 TEST_F(ServiceTest, StatsReportOwnershipTrafficAndClocks) {
