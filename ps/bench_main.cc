@@ -36,7 +36,7 @@ ABSL_FLAG(bool, json, false, "Print one JSON line per run.");
 ABSL_FLAG(std::string, job, "bench", "Job id (spawned servers get it too).");
 ABSL_FLAG(int, chunk_kb, 1024, "Client chunk size in KiB.");
 ABSL_FLAG(int, channels_per_server, 2, "TCP connections per server.");
-ABSL_FLAG(int, inflight, 8, "Chunk calls in flight per server.");
+ABSL_FLAG(int, inflight, 4, "Chunk calls in flight per server.");
 
 namespace {
 

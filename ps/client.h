@@ -43,7 +43,7 @@ struct ClientOptions {
   // Largest payload of one Pull/Push call; a multiple of 64 bytes.
   size_t chunk_bytes = 1 << 20;
   int channels_per_server = 2;      // loopback TCP tops out per connection
-  int max_inflight_per_server = 8;  // chunk calls in flight per shard
+  int max_inflight_per_server = 4;  // chunk calls in flight per shard
   absl::Duration rpc_timeout = absl::Seconds(30);  // deadline of every call
   int max_message_bytes = 256 << 20;
 };
