@@ -2,12 +2,14 @@
 // Each of --workers threads owns a ps::Client (as a worker process would) and
 // moves the whole --params table per call: first every thread pushes for
 // --seconds, then every thread pulls for --seconds.
+#include <cblas.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,6 +19,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/barrier.h"
 #include "absl/time/clock.h"
+#include "model/mlp.h"
 #include "ps/client.h"
 #include "ps/program.h"
 #include "ps/server_addrs.h"
@@ -37,6 +40,13 @@ ABSL_FLAG(std::string, job, "bench", "Job id (spawned servers get it too).");
 ABSL_FLAG(int, chunk_kb, 1024, "Client chunk size in KiB.");
 ABSL_FLAG(int, channels_per_server, 2, "TCP connections per server.");
 ABSL_FLAG(int, inflight, 4, "Chunk calls in flight per server.");
+ABSL_FLAG(std::string, mode, "ps",
+          "What to measure: 'ps' (push/pull throughput of servers) or "
+          "'model' (training steps of --model on one thread, no network).");
+ABSL_FLAG(std::string, model, "mlp:784-256-256-10",
+          "Model spec for --mode=model.");
+ABSL_FLAG(int, batch, 128, "Batch size for --mode=model.");
+ABSL_FLAG(int, blas_threads, 1, "OpenBLAS threads for --mode=model.");
 
 namespace {
 
@@ -108,6 +118,57 @@ int Fail(const absl::Status& s) {
   return 1;
 }
 
+// Training steps of the model alone: forward, backward and the SGD update of
+// the flat parameter vector, on one fixed random batch.
+int RunModelBench() {
+  const std::string spec_text = absl::GetFlag(FLAGS_model);
+  const int batch = absl::GetFlag(FLAGS_batch);
+  const int threads = absl::GetFlag(FLAGS_blas_threads);
+  const double seconds = absl::GetFlag(FLAGS_seconds);
+  absl::StatusOr<model::MlpSpec> spec = model::ParseModelSpec(spec_text);
+  if (!spec.ok()) return Fail(spec.status());
+  if (batch < 1 || threads < 1 || seconds <= 0) {
+    return Fail(absl::InvalidArgumentError(
+        "--batch and --blas_threads must be >= 1 and --seconds > 0"));
+  }
+  openblas_set_num_threads(threads);
+  const model::Mlp mlp(*std::move(spec));
+  std::vector<float> params(mlp.num_params()), grad(mlp.num_params());
+  mlp.Initialize(1, params.data());
+  std::mt19937 gen(2);
+  std::uniform_real_distribution<float> pixel(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(batch) * mlp.input_width());
+  for (float& v : x) v = pixel(gen);
+  std::vector<int32_t> labels(batch);
+  for (int i = 0; i < batch; ++i) labels[i] = i % mlp.num_classes();
+  model::Mlp::Workspace ws = mlp.MakeWorkspace(batch);
+  auto step = [&] {
+    mlp.TrainStep(params.data(), x.data(), labels.data(), batch, grad.data(),
+                  &ws);
+    for (size_t i = 0; i < params.size(); ++i) params[i] -= 1e-3f * grad[i];
+  };
+  for (int i = 0; i < 5; ++i) step();  // warm caches and BLAS buffers
+  uint64_t steps = 0;
+  const absl::Time start = absl::Now();
+  const absl::Time stop = start + absl::Seconds(seconds);
+  while (absl::Now() < stop) {
+    step();
+    ++steps;
+  }
+  const double rate =
+      steps * batch / absl::ToDoubleSeconds(absl::Now() - start);
+  if (absl::GetFlag(FLAGS_json)) {
+    absl::PrintF(
+        "{\"mode\":\"model\",\"model\":\"%s\",\"batch\":%d,"
+        "\"blas_threads\":%d,\"samples_per_s\":%.0f}\n",
+        spec_text, batch, threads, rate);
+  } else {
+    absl::PrintF("%s batch %d, %d BLAS thread(s): %.0f samples/s\n", spec_text,
+                 batch, threads, rate);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -115,7 +176,14 @@ int main(int argc, char** argv) {
   ps::InitProgram(
       argc, argv,
       "push/pull throughput of shardps servers.\n"
-      "  shardps-bench --spawn_servers=2 --workers=2 --params=1000000 --json");
+      "  shardps-bench --spawn_servers=2 --workers=2 --params=1000000 --json\n"
+      "  shardps-bench --mode=model --model=mlp:784-256-256-10 --batch=128");
+  const std::string mode = absl::GetFlag(FLAGS_mode);
+  if (mode == "model") return RunModelBench();
+  if (mode != "ps") {
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("--mode=", mode, " is not 'ps' or 'model'")));
+  }
   const int spawn = absl::GetFlag(FLAGS_spawn_servers);
   const int workers = absl::GetFlag(FLAGS_workers);
   const int64_t params = absl::GetFlag(FLAGS_params);
