@@ -8,6 +8,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libopenblas-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  zlib1g-dev dataset-fashion-mnist
 )
 
 missing=()

@@ -1,0 +1,191 @@
+#include "loader/dataset.h"
+
+#include <sys/stat.h>
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "google/protobuf/text_format.h"
+
+namespace loader {
+namespace {
+
+absl::Status CheckSampleSpec(const shardps::DatasetManifest& m) {
+  if (m.feature_type() != "uint8" && m.feature_type() != "float32") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "feature_type '", m.feature_type(), "' is not uint8 or float32"));
+  }
+  if (m.feature_shape().empty() || FeatureCount(m) == 0 || m.classes() < 2) {
+    return absl::InvalidArgumentError(
+        "a data set needs a non-empty feature shape and at least 2 classes");
+  }
+  return absl::OkStatus();
+}
+
+// Keeps the parser's first complaint for our error message instead of
+// letting protobuf log it.
+class FirstError : public google::protobuf::io::ErrorCollector {
+ public:
+  void AddError(int line, google::protobuf::io::ColumnNumber column,
+                const std::string& message) override {
+    if (first_.empty()) {
+      first_ = absl::StrCat("line ", line + 1, " column ", column + 1, ": ",
+                            message);
+    }
+  }
+  const std::string& first() const { return first_; }
+
+ private:
+  std::string first_;
+};
+
+}  // namespace
+
+uint64_t FeatureCount(const shardps::DatasetManifest& manifest) {
+  uint64_t n = 1;
+  for (uint32_t d : manifest.feature_shape()) n *= d;
+  return n;
+}
+
+uint64_t FeatureBytes(const shardps::DatasetManifest& manifest) {
+  return FeatureCount(manifest) * (manifest.feature_type() == "uint8" ? 1 : 4);
+}
+
+absl::Status DecodeSample(const shardps::DatasetManifest& manifest,
+                          absl::string_view payload, absl::string_view where,
+                          float* features, int32_t* label) {
+  const uint64_t want = 4 + FeatureBytes(manifest);
+  if (payload.size() != want) {
+    return absl::DataLossError(
+        absl::StrCat(where, ": sample has ", payload.size(),
+                     " bytes, the manifest says ", want));
+  }
+  std::memcpy(label, payload.data(), 4);
+  if (*label < 0 || static_cast<uint32_t>(*label) >= manifest.classes()) {
+    return absl::DataLossError(absl::StrCat(
+        where, ": label ", *label, " is not in [0, ", manifest.classes(), ")"));
+  }
+  const char* bytes = payload.data() + 4;
+  const uint64_t n = FeatureCount(manifest);
+  if (manifest.feature_type() == "uint8") {
+    const uint8_t* pixels = reinterpret_cast<const uint8_t*>(bytes);
+    for (uint64_t i = 0; i < n; ++i) features[i] = pixels[i] * (1.0f / 255.0f);
+  } else {
+    std::memcpy(features, bytes, n * sizeof(float));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(
+    const std::string& dir, shardps::DatasetManifest manifest, int shards) {
+  if (absl::Status s = CheckSampleSpec(manifest); !s.ok()) return s;
+  if (shards < 1) return absl::InvalidArgumentError("shards must be >= 1");
+  manifest.clear_shards();
+  manifest.set_records(0);
+  std::unique_ptr<DatasetWriter> writer(
+      new DatasetWriter(dir, std::move(manifest)));
+  for (int k = 0; k < shards; ++k) {
+    shardps::ShardFile* shard = writer->manifest_.add_shards();
+    shard->set_data_file(absl::StrFormat("shard-%05d.rec", k));
+    shard->set_index_file(absl::StrFormat("shard-%05d.idx", k));
+    absl::StatusOr<std::unique_ptr<RecordWriter>> file =
+        RecordWriter::Create(absl::StrCat(dir, "/", shard->data_file()));
+    if (!file.ok()) return file.status();
+    writer->shards_.push_back(*std::move(file));
+  }
+  return writer;
+}
+
+absl::Status DatasetWriter::Add(int32_t label, absl::string_view features) {
+  if (features.size() != FeatureBytes(manifest_) || label < 0 ||
+      static_cast<uint32_t>(label) >= manifest_.classes()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sample ", added_, ": ", features.size(), " feature bytes and label ",
+        label, " do not fit the manifest"));
+  }
+  record_.assign(reinterpret_cast<const char*>(&label), 4);
+  record_.append(features.data(), features.size());
+  return shards_[added_++ % shards_.size()]->Append(record_);
+}
+
+absl::Status DatasetWriter::Finish() {
+  for (size_t k = 0; k < shards_.size(); ++k) {
+    shardps::ShardFile* shard = manifest_.mutable_shards(k);
+    if (absl::Status s = shards_[k]->Close(); !s.ok()) return s;
+    shard->set_records(shards_[k]->offsets().size());
+    shard->set_bytes(shards_[k]->size());
+    if (absl::Status s =
+            WriteIndex(absl::StrCat(dir_, "/", shard->index_file()),
+                       shards_[k]->offsets(), shards_[k]->size());
+        !s.ok()) {
+      return s;
+    }
+  }
+  manifest_.set_records(added_);
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(manifest_, &text);
+  const std::string path = absl::StrCat(dir_, "/", kManifestFile);
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", path));
+  return absl::OkStatus();
+}
+
+std::string Dataset::ShardPath(size_t shard) const {
+  return absl::StrCat(dir, "/", manifest.shards(shard).data_file());
+}
+
+absl::StatusOr<Dataset> OpenDataset(const std::string& dir) {
+  Dataset ds;
+  ds.dir = dir;
+  const std::string path = absl::StrCat(dir, "/", kManifestFile);
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("no manifest at ", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  FirstError errors;
+  google::protobuf::TextFormat::Parser parser;
+  parser.RecordErrorsTo(&errors);
+  if (!parser.ParseFromString(text.str(), &ds.manifest)) {
+    return absl::DataLossError(absl::StrCat(
+        path, ": not a DatasetManifest in text format (", errors.first(), ")"));
+  }
+  if (absl::Status s = CheckSampleSpec(ds.manifest); !s.ok()) {
+    return absl::DataLossError(absl::StrCat(path, ": ", s.message()));
+  }
+  uint64_t total = 0;
+  for (const shardps::ShardFile& shard : ds.manifest.shards()) {
+    const std::string data = absl::StrCat(dir, "/", shard.data_file());
+    const std::string index_path = absl::StrCat(dir, "/", shard.index_file());
+    struct stat st;
+    if (::stat(data.c_str(), &st) != 0) {
+      return absl::NotFoundError(
+          absl::StrCat("shard ", data, " named in ", path, " is missing"));
+    }
+    absl::StatusOr<RecordIndex> index = ReadIndex(index_path);
+    if (!index.ok()) return index.status();
+    const uint64_t size = static_cast<uint64_t>(st.st_size);
+    if (size != shard.bytes() || size != index->data_size ||
+        index->offsets.size() != shard.records()) {
+      return absl::DataLossError(absl::StrCat(
+          data, " disagrees with ", path, " or its index: file has ", size,
+          " bytes (manifest ", shard.bytes(), ", index ", index->data_size,
+          "), index has ", index->offsets.size(), " records (manifest ",
+          shard.records(), ")"));
+    }
+    total += shard.records();
+    ds.indexes.push_back(*std::move(index));
+  }
+  if (total != ds.manifest.records()) {
+    return absl::DataLossError(absl::StrCat(path, ": shards hold ", total,
+                                            " records but the manifest says ",
+                                            ds.manifest.records()));
+  }
+  return ds;
+}
+
+}  // namespace loader
