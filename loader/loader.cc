@@ -1,0 +1,46 @@
+#include "loader/loader.h"
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+
+namespace loader {
+
+Partition PartitionFor(uint64_t records, int rank, int world) {
+  const uint64_t r = static_cast<uint64_t>(rank);
+  const uint64_t w = static_cast<uint64_t>(world);
+  return {records * r / w, records * (r + 1) / w};
+}
+
+Loader::Loader(const Dataset& dataset, const LoaderOptions& options)
+    : dataset_(dataset),
+      options_(options),
+      features_(FeatureCount(dataset.manifest)),
+      partition_(PartitionFor(dataset.manifest.records(), options.rank,
+                              options.world)) {
+  uint64_t id = 0;
+  for (const RecordIndex& index : dataset_.indexes) {
+    first_id_.push_back(id);
+    id += index.offsets.size();
+  }
+  order_.resize(partition_size());
+}
+
+void Loader::Shuffle(int epoch) {
+  std::iota(order_.begin(), order_.end(), partition_.begin);
+  std::seed_seq seq{static_cast<uint32_t>(options_.seed),
+                    static_cast<uint32_t>(options_.seed >> 32),
+                    static_cast<uint32_t>(epoch),
+                    static_cast<uint32_t>(options_.rank)};
+  std::mt19937_64 gen(seq);
+  std::shuffle(order_.begin(), order_.end(), gen);
+}
+
+std::pair<size_t, uint64_t> Loader::Locate(uint64_t id) const {
+  const size_t shard = static_cast<size_t>(
+      std::upper_bound(first_id_.begin(), first_id_.end(), id) -
+      first_id_.begin() - 1);
+  return {shard, dataset_.indexes[shard].offsets[id - first_id_[shard]]};
+}
+
+}  // namespace loader

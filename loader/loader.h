@@ -1,0 +1,87 @@
+// Loaders turn a data set (loader/dataset.h) into this worker's batches.
+// Both give worker `rank` of `world` the same partition, a contiguous block
+// of the data set's records (computed from the manifest and the indexes
+// alone), and shuffle it each epoch with (seed, epoch); they differ in how
+// they read, which is the experiment:
+//
+//  SequentialLoader: the baseline, as CNTK did it. Before the first batch it
+//    reads every shard of the data set, one after another in one thread,
+//    keeping its own partition in memory; training then never overlaps with
+//    reading.
+//  PrefetchLoader: the fix. It reads only its partition, with reader_threads
+//    threads filling a ring of prefetch_batches batches ahead of the
+//    consumer, so the first batch is ready after about one batch's read.
+//
+// Thread-safety: one consumer thread calls StartEpoch and Next.
+#ifndef SHARDPS_LOADER_LOADER_H_
+#define SHARDPS_LOADER_LOADER_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "loader/dataset.h"
+
+namespace loader {
+
+struct Batch {
+  int size = 0;                 // rows in use
+  std::vector<float> features;  // size x FeatureCount(manifest), row-major
+  std::vector<int32_t> labels;  // size
+};
+
+struct LoaderOptions {
+  int batch_size = 128;
+  int rank = 0;
+  int world = 1;
+  uint64_t seed = 1;
+  int reader_threads = 4;    // PrefetchLoader only
+  int prefetch_batches = 8;  // PrefetchLoader only
+};
+
+// Worker `rank`'s share of `records` records: [begin, end).
+struct Partition {
+  uint64_t begin = 0;
+  uint64_t end = 0;
+};
+Partition PartitionFor(uint64_t records, int rank, int world);
+
+class Loader {
+ public:
+  virtual ~Loader() = default;
+
+  uint64_t partition_size() const { return partition_.end - partition_.begin; }
+
+  // Begins epoch `epoch` (0, 1, ...): reshuffles the partition. The
+  // SequentialLoader does its full read in the first call.
+  virtual absl::Status StartEpoch(int epoch) = 0;
+
+  // The next batch of the epoch, valid until the next call; nullptr once the
+  // epoch is done. Bad data is an error naming the file and offset.
+  virtual absl::StatusOr<const Batch*> Next() = 0;
+
+ protected:
+  Loader(const Dataset& dataset, const LoaderOptions& options);
+
+  // Record ids of this epoch's order: global ids in [begin, end).
+  void Shuffle(int epoch);
+  // Which shard holds global record `id`, and at which offset.
+  std::pair<size_t, uint64_t> Locate(uint64_t id) const;
+
+  const Dataset& dataset_;
+  const LoaderOptions options_;
+  const uint64_t features_;  // per sample
+  Partition partition_;
+  std::vector<uint64_t> first_id_;  // per shard: its first global record id
+  std::vector<uint64_t> order_;     // this epoch's ids
+};
+
+absl::StatusOr<std::unique_ptr<Loader>> MakeSequentialLoader(
+    const Dataset& dataset, const LoaderOptions& options);
+absl::StatusOr<std::unique_ptr<Loader>> MakePrefetchLoader(
+    const Dataset& dataset, const LoaderOptions& options);
+
+}  // namespace loader
+
+#endif  // SHARDPS_LOADER_LOADER_H_

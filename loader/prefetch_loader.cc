@@ -1,0 +1,171 @@
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "loader/loader.h"
+
+namespace loader {
+namespace {
+
+// Batch b of an epoch is assembled by whichever reader claims it, into ring
+// slot b % prefetch_batches, and handed out in order. Readers run ahead of
+// the consumer by at most the ring's size, so memory stays bounded and the
+// batch the consumer holds is never overwritten.
+class PrefetchLoader final : public Loader {
+ public:
+  PrefetchLoader(const Dataset& dataset, const LoaderOptions& options,
+                 std::vector<std::unique_ptr<RecordReader>> readers)
+      : Loader(dataset, options),
+        files_(std::move(readers)),
+        ring_(options.prefetch_batches),
+        slot_batch_(options.prefetch_batches, -1) {
+    for (Batch& b : ring_) {
+      b.features.resize(static_cast<size_t>(options.batch_size) * features_);
+      b.labels.resize(options.batch_size);
+    }
+    for (int t = 0; t < options.reader_threads; ++t) {
+      threads_.emplace_back([this] { ReaderLoop(); });
+    }
+  }
+
+  ~PrefetchLoader() override {
+    {
+      absl::MutexLock lock(&mu_);
+      stop_ = true;
+    }
+    for (std::thread& t : threads_) t.join();
+  }
+
+  absl::Status StartEpoch(int epoch) override {
+    absl::MutexLock lock(&mu_);
+    // Stop handing out work and let readers finish what they hold before
+    // the order they read from changes.
+    next_claim_ = num_batches_;
+    mu_.Await(absl::Condition(
+        +[](int* busy) { return *busy == 0; }, &busy_readers_));
+    if (!error_.ok()) return error_;
+    Shuffle(epoch);
+    const size_t b = options_.batch_size;
+    num_batches_ = (order_.size() + b - 1) / b;
+    next_claim_ = 0;
+    current_ = 0;
+    std::fill(slot_batch_.begin(), slot_batch_.end(), -1);
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<const Batch*> Next() override {
+    absl::MutexLock lock(&mu_);
+    released_ = current_;  // the previous batch's slot may be refilled
+    if (current_ >= num_batches_) return nullptr;
+    const size_t slot = current_ % ring_.size();
+    const int64_t want = static_cast<int64_t>(current_);
+    auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return slot_batch_[slot] == want || !error_.ok();
+    };
+    mu_.Await(absl::Condition(&ready));
+    if (slot_batch_[slot] != want) return error_;
+    ++current_;
+    return &ring_[slot];
+  }
+
+ private:
+  bool HasWorkLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stop_ || (error_.ok() && next_claim_ < num_batches_ &&
+                     next_claim_ < released_ + ring_.size());
+  }
+
+  void ReaderLoop() {
+    std::string payload;
+    while (true) {
+      size_t batch;
+      {
+        absl::MutexLock lock(&mu_);
+        mu_.Await(absl::Condition(this, &PrefetchLoader::HasWorkLocked));
+        if (stop_) return;
+        batch = next_claim_++;
+        ++busy_readers_;
+      }
+      absl::Status status = Assemble(batch, &payload);
+      absl::MutexLock lock(&mu_);
+      --busy_readers_;
+      if (!status.ok()) {
+        if (error_.ok()) error_ = status;
+      } else {
+        slot_batch_[batch % ring_.size()] = static_cast<int64_t>(batch);
+      }
+    }
+  }
+
+  absl::Status Assemble(size_t batch, std::string* payload) {
+    Batch& out = ring_[batch % ring_.size()];
+    const size_t first = batch * options_.batch_size;
+    const size_t n =
+        std::min<size_t>(options_.batch_size, order_.size() - first);
+    for (size_t i = 0; i < n; ++i) {
+      const auto [shard, offset] = Locate(order_[first + i]);
+      const RecordReader& file = *files_[shard];
+      absl::StatusOr<uint64_t> next = file.ReadAt(offset, payload);
+      if (!next.ok()) return next.status();
+      if (absl::Status s =
+              DecodeSample(dataset_.manifest, *payload, "",
+                           &out.features[i * features_], &out.labels[i]);
+          !s.ok()) {
+        return absl::DataLossError(
+            absl::StrCat(file.path(), " at byte offset ", offset, s.message()));
+      }
+    }
+    out.size = static_cast<int>(n);
+    return absl::OkStatus();
+  }
+
+  const std::vector<std::unique_ptr<RecordReader>> files_;  // per shard
+  std::vector<Batch> ring_;
+  std::vector<std::thread> threads_;
+
+  absl::Mutex mu_;
+  std::vector<int64_t> slot_batch_ ABSL_GUARDED_BY(mu_);  // batch in slot
+  size_t num_batches_ ABSL_GUARDED_BY(mu_) = 0;
+  size_t next_claim_ ABSL_GUARDED_BY(mu_) = 0;
+  size_t current_ ABSL_GUARDED_BY(mu_) = 0;   // next batch to hand out
+  size_t released_ ABSL_GUARDED_BY(mu_) = 0;  // batches the consumer left
+  int busy_readers_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Status error_ ABSL_GUARDED_BY(mu_);
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Loader>> MakePrefetchLoader(
+    const Dataset& dataset, const LoaderOptions& options) {
+  if (options.batch_size < 1 || options.world < 1 || options.rank < 0 ||
+      options.rank >= options.world || options.reader_threads < 1 ||
+      options.prefetch_batches < 2) {
+    return absl::InvalidArgumentError(
+        "loader needs batch_size >= 1, 0 <= rank < world, reader_threads >= "
+        "1 and prefetch_batches >= 2");
+  }
+  // Only the shards this worker's partition touches are opened.
+  const Partition part =
+      PartitionFor(dataset.manifest.records(), options.rank, options.world);
+  std::vector<std::unique_ptr<RecordReader>> files;
+  uint64_t first = 0;
+  for (size_t k = 0; k < dataset.indexes.size(); ++k) {
+    const uint64_t last = first + dataset.indexes[k].offsets.size();
+    if (first < part.end && part.begin < last) {
+      absl::StatusOr<std::unique_ptr<RecordReader>> f =
+          RecordReader::Open(dataset.ShardPath(k));
+      if (!f.ok()) return f.status();
+      files.push_back(*std::move(f));
+    } else {
+      files.push_back(nullptr);
+    }
+    first = last;
+  }
+  return std::make_unique<PrefetchLoader>(dataset, options, std::move(files));
+}
+
+}  // namespace loader

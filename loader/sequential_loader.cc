@@ -1,0 +1,94 @@
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "loader/loader.h"
+
+namespace loader {
+namespace {
+
+class SequentialLoader final : public Loader {
+ public:
+  SequentialLoader(const Dataset& dataset, const LoaderOptions& options)
+      : Loader(dataset, options) {
+    batch_.features.resize(static_cast<size_t>(options.batch_size) * features_);
+    batch_.labels.resize(options.batch_size);
+  }
+
+  absl::Status StartEpoch(int epoch) override {
+    if (!loaded_) {
+      if (absl::Status s = ReadEverything(); !s.ok()) return s;
+      loaded_ = true;
+    }
+    Shuffle(epoch);
+    next_ = 0;
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<const Batch*> Next() override {
+    if (next_ >= order_.size()) return nullptr;
+    const size_t n =
+        std::min<size_t>(options_.batch_size, order_.size() - next_);
+    for (size_t i = 0; i < n; ++i) {
+      const uint64_t local = order_[next_ + i] - partition_.begin;
+      std::copy_n(&features_store_[local * features_], features_,
+                  &batch_.features[i * features_]);
+      batch_.labels[i] = labels_store_[local];
+    }
+    batch_.size = static_cast<int>(n);
+    next_ += n;
+    return &batch_;
+  }
+
+ private:
+  // The whole data set, shard after shard, in one thread: every record is
+  // read and checked; this worker's partition is decoded and kept.
+  absl::Status ReadEverything() {
+    features_store_.resize(partition_size() * features_);
+    labels_store_.resize(partition_size());
+    std::string payload;
+    uint64_t id = 0;
+    for (size_t k = 0; k < dataset_.indexes.size(); ++k) {
+      absl::StatusOr<std::unique_ptr<RecordReader>> reader =
+          RecordReader::Open(dataset_.ShardPath(k));
+      if (!reader.ok()) return reader.status();
+      for (uint64_t offset : dataset_.indexes[k].offsets) {
+        absl::StatusOr<uint64_t> next = (*reader)->ReadAt(offset, &payload);
+        if (!next.ok()) return next.status();
+        if (id >= partition_.begin && id < partition_.end) {
+          const uint64_t local = id - partition_.begin;
+          if (absl::Status s = DecodeSample(dataset_.manifest, payload, "",
+                                            &features_store_[local * features_],
+                                            &labels_store_[local]);
+              !s.ok()) {
+            return absl::DataLossError(absl::StrCat(dataset_.ShardPath(k),
+                                                    " at byte offset ", offset,
+                                                    s.message()));
+          }
+        }
+        ++id;
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  bool loaded_ = false;
+  std::vector<float> features_store_;
+  std::vector<int32_t> labels_store_;
+  size_t next_ = 0;
+  Batch batch_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Loader>> MakeSequentialLoader(
+    const Dataset& dataset, const LoaderOptions& options) {
+  if (options.batch_size < 1 || options.world < 1 || options.rank < 0 ||
+      options.rank >= options.world) {
+    return absl::InvalidArgumentError(
+        "loader needs batch_size >= 1 and 0 <= rank < world");
+  }
+  return std::make_unique<SequentialLoader>(dataset, options);
+}
+
+}  // namespace loader

@@ -1,0 +1,163 @@
+#include "loader/loader.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace loader {
+namespace {
+
+using Factory = absl::StatusOr<std::unique_ptr<Loader>> (*)(
+    const Dataset&, const LoaderOptions&);
+
+struct Kind {
+  const char* name;
+  Factory make;
+};
+
+class LoaderTest : public testing::TestWithParam<Kind> {
+ protected:
+  static constexpr int kSamples = 1003;
+
+  void SetUp() override {
+    char dir[] = "/tmp/shardps-loader-XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    dir_ = dir;
+    // Sample i carries its id in feature 0 and i % 7 as its label.
+    shardps::DatasetManifest spec;
+    spec.set_name("ids");
+    spec.add_feature_shape(3);
+    spec.set_feature_type("float32");
+    spec.set_classes(7);
+    auto writer = *DatasetWriter::Create(dir_, spec, 4);
+    for (int i = 0; i < kSamples; ++i) {
+      const float x[3] = {static_cast<float>(i), 1.0f, -1.0f};
+      ASSERT_TRUE(
+          writer
+              ->Add(i % 7, absl::string_view(reinterpret_cast<const char*>(x),
+                                             sizeof x))
+              .ok());
+    }
+    ASSERT_TRUE(writer->Finish().ok());
+    dataset_ = *OpenDataset(dir_);
+  }
+  void TearDown() override {
+    std::system(absl::StrCat("rm -rf ", dir_).c_str());
+  }
+
+  std::unique_ptr<Loader> Make(int rank, int world, uint64_t seed = 1) {
+    LoaderOptions o;
+    o.batch_size = 10;
+    o.rank = rank;
+    o.world = world;
+    o.seed = seed;
+    o.reader_threads = 3;
+    o.prefetch_batches = 4;
+    absl::StatusOr<std::unique_ptr<Loader>> l = GetParam().make(dataset_, o);
+    EXPECT_TRUE(l.ok()) << l.status();
+    return *std::move(l);
+  }
+
+  // The ids of one epoch, in delivery order.
+  std::vector<int> Epoch(Loader& loader, int epoch) {
+    std::vector<int> ids;
+    EXPECT_TRUE(loader.StartEpoch(epoch).ok());
+    while (true) {
+      absl::StatusOr<const Batch*> b = loader.Next();
+      EXPECT_TRUE(b.ok()) << b.status();
+      if (!b.ok() || *b == nullptr) break;
+      EXPECT_LE((*b)->size, 10);
+      for (int i = 0; i < (*b)->size; ++i) {
+        const int id = static_cast<int>((*b)->features[i * 3]);
+        EXPECT_EQ((*b)->labels[i], id % 7);
+        EXPECT_EQ((*b)->features[i * 3 + 2], -1.0f);
+        ids.push_back(id);
+      }
+    }
+    return ids;
+  }
+
+  std::string dir_;
+  Dataset dataset_;
+};
+
+TEST_P(LoaderTest, EverySampleExactlyOncePerEpochAcrossWorkers) {
+  const int world = 3;
+  std::vector<std::unique_ptr<Loader>> loaders;
+  for (int r = 0; r < world; ++r) loaders.push_back(Make(r, world));
+  for (int epoch = 0; epoch < 3; ++epoch) {
+    std::vector<int> all;
+    for (int r = 0; r < world; ++r) {
+      std::vector<int> ids = Epoch(*loaders[r], epoch);
+      EXPECT_EQ(ids.size(), loaders[r]->partition_size());
+      all.insert(all.end(), ids.begin(), ids.end());
+    }
+    std::sort(all.begin(), all.end());
+    ASSERT_EQ(all.size(), static_cast<size_t>(kSamples)) << "epoch " << epoch;
+    for (int i = 0; i < kSamples; ++i)
+      ASSERT_EQ(all[i], i) << "epoch " << epoch;
+  }
+}
+
+TEST_P(LoaderTest, ShufflingIsSeededAndChangesEachEpoch) {
+  std::unique_ptr<Loader> a = Make(0, 1, 5), b = Make(0, 1, 5),
+                          c = Make(0, 1, 6);
+  const std::vector<int> a0 = Epoch(*a, 0), a1 = Epoch(*a, 1);
+  EXPECT_EQ(a0, Epoch(*b, 0));
+  EXPECT_NE(a0, a1);
+  EXPECT_NE(a0, Epoch(*c, 0));
+  std::vector<int> sorted = a0;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_NE(a0, sorted);
+}
+
+TEST_P(LoaderTest, AnEpochMayBeLeftEarly) {
+  std::unique_ptr<Loader> loader = Make(0, 2);
+  ASSERT_TRUE(loader->StartEpoch(0).ok());
+  ASSERT_TRUE(loader->Next().ok());
+  ASSERT_TRUE(loader->Next().ok());
+  EXPECT_EQ(Epoch(*loader, 1).size(), loader->partition_size());
+}
+
+TEST_P(LoaderTest, CorruptRecordIsAnErrorNamingFileAndOffset) {
+  // Flip a byte inside the payload of shard 2's fifth record.
+  const std::string shard = dataset_.ShardPath(2);
+  const uint64_t offset = dataset_.indexes[2].offsets[4];
+  std::fstream f(shard, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(offset + 12 + 6);
+  f.put('\x7f');
+  f.close();
+  std::unique_ptr<Loader> loader = Make(0, 1);
+  absl::Status status = loader->StartEpoch(0);
+  while (status.ok()) {
+    absl::StatusOr<const Batch*> b = loader->Next();
+    if (!b.ok()) {
+      status = b.status();
+    } else if (*b == nullptr) {
+      break;
+    }
+  }
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+  EXPECT_NE(status.message().find(absl::StrCat(
+                shard, ": corrupt record payload at byte offset ", offset)),
+            std::string::npos)
+      << status;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    BothLoaders, LoaderTest,
+    testing::Values(Kind{"sequential", &MakeSequentialLoader},
+                    Kind{"parallel", &MakePrefetchLoader}),
+    [](const testing::TestParamInfo<Kind>& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace loader
