@@ -53,6 +53,7 @@ class PrefetchLoader final : public Loader {
     num_batches_ = (order_.size() + b - 1) / b;
     next_claim_ = 0;
     current_ = 0;
+    released_ = 0;
     std::fill(slot_batch_.begin(), slot_batch_.end(), -1);
     return absl::OkStatus();
   }
