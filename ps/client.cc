@@ -449,6 +449,9 @@ absl::Status Client::CreateTable(const TableOptions& table) {
     r.set_shard_index(s);
     *r.mutable_optimizer() = table.optimizer;
     *r.mutable_init() = table.init;
+    for (const shardps::InitSegment& seg : table.init_segments) {
+      *r.add_init_segments() = seg;
+    }
     contexts[s].set_deadline(DeadlineIn(options_.rpc_timeout));
     servers_[s]->stub->async()->CreateTable(
         &contexts[s], &requests[s], &responses[s],

@@ -53,6 +53,7 @@ struct TableOptions {
   uint64_t num_params = 0;
   shardps::OptimizerConfig optimizer;
   shardps::InitConfig init;
+  std::vector<shardps::InitSegment> init_segments;  // override `init`
 };
 
 class Client {

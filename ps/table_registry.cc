@@ -70,6 +70,14 @@ absl::StatusOr<Table*> TableRegistry::CreateTable(
   // Validate and build outside the lock: filling a large table takes a while
   // and other tables' requests should not wait for it.
   if (absl::Status s = ValidateInit(spec.init()); !s.ok()) return s;
+  for (const shardps::InitSegment& seg : spec.init_segments()) {
+    if (seg.begin() >= seg.end() || seg.end() > spec.num_params()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "init segment [", seg.begin(), ", ", seg.end(),
+          ") is empty or outside the table's ", spec.num_params(), " keys"));
+    }
+    if (absl::Status s = ValidateInit(seg.init()); !s.ok()) return s;
+  }
   const KeyRange range = RangePartition(spec.num_params(), spec.num_shards())
                              .shard_range(spec.shard_index());
   absl::StatusOr<std::unique_ptr<Updater>> updater =
@@ -77,6 +85,14 @@ absl::StatusOr<Table*> TableRegistry::CreateTable(
   if (!updater.ok()) return updater.status();
   std::vector<float> values(range.size());
   FillInitialValues(spec.init(), range, values.data());
+  for (const shardps::InitSegment& seg : spec.init_segments()) {
+    const KeyRange overlap{std::max(seg.begin(), range.begin),
+                           std::min(seg.end(), range.end)};
+    if (overlap.begin < overlap.end) {
+      FillInitialValues(seg.init(), overlap,
+                        values.data() + (overlap.begin - range.begin));
+    }
+  }
   auto table = std::make_unique<Table>(
       spec, std::make_unique<ShardStore>(range, *std::move(updater),
                                          std::move(values)));

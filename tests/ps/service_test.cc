@@ -228,7 +228,9 @@ TEST_F(ServiceTest, GarbageBytesAreRefusedAsMalformed) {
   // past the end of the message.
   for (const std::string& garbage :
        {std::string("\x0a\x05te", 4), std::string("\x0f\x00", 2),
-        std::string("\x0a\x01w\x3a\x80\x01abc", 9)}) {
+        std::string("\x0a\x01w\x3a\x80\x01"
+                    "abc",
+                    9)}) {
     for (const char* method :
          {"/shardps.ParameterServer/Push", "/shardps.ParameterServer/Pull"}) {
       grpc::ClientContext context;

@@ -126,6 +126,36 @@ TEST(TableRegistryTest, InitialValuesDoNotDependOnSharding) {
   }
 }
 
+TEST(TableRegistryTest, InitSegmentsOverrideTheDefaultOnEveryShard) {
+  std::vector<float> values;
+  for (int s = 0; s < 2; ++s) {
+    TableRegistry registry("j");
+    bool created;
+    shardps::CreateTableRequest spec = Spec(100, 2, s);
+    spec.mutable_init()->set_kind("constant");
+    spec.mutable_init()->set_value(1.0f);
+    shardps::InitSegment* seg = spec.add_init_segments();
+    seg->set_begin(40);  // spans the shard boundary at 48
+    seg->set_end(60);
+    seg->mutable_init()->set_kind("constant");
+    seg->mutable_init()->set_value(-2.0f);
+    std::vector<float> part = PullAll(*registry.CreateTable(spec, &created));
+    values.insert(values.end(), part.begin(), part.end());
+  }
+  ASSERT_EQ(values.size(), 100u);
+  for (int k = 0; k < 100; ++k) {
+    EXPECT_EQ(values[k], k >= 40 && k < 60 ? -2.0f : 1.0f) << k;
+  }
+  TableRegistry registry("j");
+  bool created;
+  shardps::CreateTableRequest bad = Spec(100, 1, 0);
+  shardps::InitSegment* seg = bad.add_init_segments();
+  seg->set_begin(90);
+  seg->set_end(101);
+  EXPECT_EQ(registry.CreateTable(bad, &created).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(TableRegistryTest, StatsReportRangesVersionsAndClocks) {
   TableRegistry registry("j");
   bool created;
