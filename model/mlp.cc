@@ -20,25 +20,44 @@ Mlp::Mlp(MlpSpec spec) : spec_(std::move(spec)) {
   }
 }
 
-void Mlp::Initialize(uint64_t seed, float* params) const {
-  std::mt19937_64 gen(seed);
+std::vector<Mlp::TensorInit> Mlp::InitPlan() const {
+  std::vector<TensorInit> plan;
   for (int l = 0; l < num_layers(); ++l) {
     const TensorSlot& w = layout_.tensor(weight_slot_[l]);
-    float* out = params + w.offset;
     const double fan_in = static_cast<double>(w.rows);
     const double fan_out = static_cast<double>(w.cols);
+    TensorInit init;
+    init.begin = w.offset;
+    init.end = w.offset + w.size();
     if (l + 1 < num_layers()) {
-      std::normal_distribution<float> dist(
-          0.0f, static_cast<float>(std::sqrt(2.0 / fan_in)));
-      for (uint64_t i = 0; i < w.size(); ++i) out[i] = dist(gen);
+      init.kind = TensorInit::Kind::kNormal;
+      init.scale = static_cast<float>(std::sqrt(2.0 / fan_in));
     } else {
-      const float limit =
-          static_cast<float>(std::sqrt(6.0 / (fan_in + fan_out)));
-      std::uniform_real_distribution<float> dist(-limit, limit);
-      for (uint64_t i = 0; i < w.size(); ++i) out[i] = dist(gen);
+      init.kind = TensorInit::Kind::kUniform;
+      init.scale = static_cast<float>(std::sqrt(6.0 / (fan_in + fan_out)));
     }
+    plan.push_back(init);
     const TensorSlot& b = layout_.tensor(bias_slot_[l]);
-    std::fill(params + b.offset, params + b.offset + b.size(), 0.0f);
+    plan.push_back(
+        {b.offset, b.offset + b.size(), TensorInit::Kind::kZeros, 0});
+  }
+  return plan;
+}
+
+void Mlp::Initialize(uint64_t seed, float* params) const {
+  std::mt19937_64 gen(seed);
+  for (const TensorInit& t : InitPlan()) {
+    float* out = params + t.begin;
+    const uint64_t n = t.end - t.begin;
+    if (t.kind == TensorInit::Kind::kNormal) {
+      std::normal_distribution<float> dist(0.0f, t.scale);
+      for (uint64_t i = 0; i < n; ++i) out[i] = dist(gen);
+    } else if (t.kind == TensorInit::Kind::kUniform) {
+      std::uniform_real_distribution<float> dist(-t.scale, t.scale);
+      for (uint64_t i = 0; i < n; ++i) out[i] = dist(gen);
+    } else {
+      std::fill(out, out + n, 0.0f);
+    }
   }
 }
 

@@ -30,8 +30,21 @@ class Mlp {
   int num_classes() const { return spec_.widths.back(); }
   int num_layers() const { return static_cast<int>(spec_.widths.size()) - 1; }
 
-  // Seeded initial values: He-normal weights for layers followed by ReLU,
-  // Glorot-uniform for the output layer, zero biases.
+  // How each tensor starts, for a parameter server to fill in on its own
+  // (keys [begin, end) of the flat vector).
+  struct TensorInit {
+    enum class Kind { kZeros, kNormal, kUniform };
+    uint64_t begin = 0;
+    uint64_t end = 0;
+    Kind kind = Kind::kZeros;
+    float scale = 0;  // normal: standard deviation; uniform: half-width
+  };
+  // He-normal for weights followed by ReLU, Glorot-uniform for the output
+  // layer's, zeros for biases.
+  std::vector<TensorInit> InitPlan() const;
+
+  // Seeded initial values following InitPlan(): He-normal weights for layers
+  // followed by ReLU, Glorot-uniform for the output layer, zero biases.
   void Initialize(uint64_t seed, float* params) const;
 
   // Activations and deltas for batches of up to max_batch rows, allocated

@@ -1,0 +1,235 @@
+#include "worker/trainer.h"
+
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "loader/loader.h"
+#include "model/mlp.h"
+
+namespace worker {
+namespace {
+
+double Seconds(absl::Duration d) { return absl::ToDoubleSeconds(d); }
+
+shardps::InitSegment ToSegment(const model::Mlp::TensorInit& t, uint64_t seed) {
+  shardps::InitSegment seg;
+  seg.set_begin(t.begin);
+  seg.set_end(t.end);
+  switch (t.kind) {
+    case model::Mlp::TensorInit::Kind::kNormal:
+      seg.mutable_init()->set_kind("normal");
+      break;
+    case model::Mlp::TensorInit::Kind::kUniform:
+      seg.mutable_init()->set_kind("uniform");
+      break;
+    case model::Mlp::TensorInit::Kind::kZeros:
+      seg.mutable_init()->set_kind("zeros");
+      break;
+  }
+  seg.mutable_init()->set_scale(t.scale);
+  seg.mutable_init()->set_seed(seed);
+  return seg;
+}
+
+absl::StatusOr<std::unique_ptr<loader::Loader>> MakeLoader(
+    const std::string& kind, const loader::Dataset& data,
+    const loader::LoaderOptions& options) {
+  if (kind == "sequential") return loader::MakeSequentialLoader(data, options);
+  if (kind == "parallel") return loader::MakePrefetchLoader(data, options);
+  return absl::InvalidArgumentError(
+      absl::StrCat("--loader=", kind, " is not sequential or parallel"));
+}
+
+// Accuracy of `params` on the whole test set.
+absl::StatusOr<double> TestAccuracy(const model::Mlp& mlp, const float* params,
+                                    loader::Loader& test,
+                                    model::Mlp::Workspace* ws) {
+  if (absl::Status s = test.StartEpoch(0); !s.ok()) return s;
+  uint64_t correct = 0, seen = 0;
+  while (true) {
+    absl::StatusOr<const loader::Batch*> b = test.Next();
+    if (!b.ok()) return b.status();
+    if (*b == nullptr) break;
+    correct += mlp.Evaluate(params, (*b)->features.data(), (*b)->labels.data(),
+                            (*b)->size, ws, nullptr);
+    seen += (*b)->size;
+  }
+  return seen == 0 ? 0.0 : static_cast<double>(correct) / seen;
+}
+
+}  // namespace
+
+std::string TrainSummary::ToJson() const {
+  return absl::StrFormat(
+      "{\"init_seconds\":%.3f,\"train_seconds\":%.3f,"
+      "\"samples_per_second\":%.1f,\"test_accuracy\":%.4f,"
+      "\"first_epoch_loss\":%.4f,\"last_epoch_loss\":%.4f,\"steps\":%d,"
+      "\"samples\":%d,\"read_seconds\":%.3f,\"compute_seconds\":%.3f,"
+      "\"pull_seconds\":%.3f,\"push_seconds\":%.3f}",
+      init_seconds, train_seconds, samples_per_second, test_accuracy,
+      first_epoch_loss, last_epoch_loss, steps, samples, read_seconds,
+      compute_seconds, pull_seconds, push_seconds);
+}
+
+absl::StatusOr<TrainSummary> Train(ps::Client& client,
+                                   const TrainerOptions& options,
+                                   absl::Time process_start) {
+  absl::StatusOr<model::MlpSpec> spec = model::ParseModelSpec(options.model);
+  if (!spec.ok()) return spec.status();
+  const model::Mlp mlp(*std::move(spec));
+  absl::StatusOr<loader::Dataset> train =
+      loader::OpenDataset(options.data + "/train");
+  if (!train.ok()) return train.status();
+  if (loader::FeatureCount(train->manifest) !=
+          static_cast<uint64_t>(mlp.input_width()) ||
+      train->manifest.classes() != static_cast<uint32_t>(mlp.num_classes())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--model=", options.model, " takes ", mlp.input_width(),
+        " features and ", mlp.num_classes(), " classes but ", options.data,
+        "/train has ", loader::FeatureCount(train->manifest), " and ",
+        train->manifest.classes()));
+  }
+  loader::LoaderOptions lo;
+  lo.batch_size = options.batch;
+  lo.rank = options.rank;
+  lo.world = options.world;
+  lo.seed = options.seed;
+  lo.reader_threads = options.reader_threads;
+  lo.prefetch_batches = options.prefetch_batches;
+  absl::StatusOr<std::unique_ptr<loader::Loader>> batches =
+      MakeLoader(options.loader, *train, lo);
+  if (!batches.ok()) return batches.status();
+
+  // The test set, on rank 0 only, read once into memory.
+  std::unique_ptr<loader::Loader> test;
+  absl::StatusOr<loader::Dataset> test_set =
+      loader::OpenDataset(options.data + "/test");
+  if (options.rank == 0 && test_set.ok()) {
+    loader::LoaderOptions to;
+    to.batch_size = 1000;
+    absl::StatusOr<std::unique_ptr<loader::Loader>> t =
+        loader::MakeSequentialLoader(*test_set, to);
+    if (!t.ok()) return t.status();
+    test = *std::move(t);
+  }
+
+  // Every rank asks for the same table; CreateTable is idempotent for an
+  // identical spec, so whichever arrives first creates it and the values
+  // are the same either way (seeded, computed on the servers).
+  ps::TableOptions table;
+  table.name = options.table;
+  table.num_params = mlp.num_params();
+  table.optimizer.set_name("sgd");
+  table.optimizer.set_learning_rate(options.lr);
+  uint64_t seed = options.seed;
+  for (const model::Mlp::TensorInit& t : mlp.InitPlan()) {
+    table.init_segments.push_back(ToSegment(t, seed++));
+  }
+  if (absl::Status s = client.CreateTable(table); !s.ok()) return s;
+
+  const std::string metrics_path =
+      absl::StrCat(options.run_dir, "/metrics-", options.rank, ".csv");
+  std::ofstream metrics(metrics_path, std::ios::trunc);
+  if (!metrics) {
+    return absl::UnavailableError(absl::StrCat("cannot write ", metrics_path));
+  }
+  metrics << "epoch,step,batch,loss,read_ms,compute_ms,pull_ms,push_ms\n";
+
+  const uint64_t p = mlp.num_params();
+  std::vector<float> params(p), grad(p);
+  model::Mlp::Workspace ws = mlp.MakeWorkspace(std::max(options.batch, 1000));
+  TrainSummary summary;
+  const uint64_t steps_per_epoch =
+      ((*batches)->partition_size() + options.batch - 1) / options.batch;
+  absl::Time train_start;
+  for (int epoch = 0; epoch < options.epochs; ++epoch) {
+    if (absl::Status s = (*batches)->StartEpoch(epoch); !s.ok()) return s;
+    double loss_sum = 0;
+    uint64_t epoch_steps = 0;
+    while (true) {
+      const absl::Time t0 = absl::Now();
+      absl::StatusOr<const loader::Batch*> batch = (*batches)->Next();
+      if (!batch.ok()) return batch.status();
+      if (*batch == nullptr) break;
+      if (summary.steps == 0) {
+        train_start = absl::Now();
+        summary.init_seconds = Seconds(train_start - process_start);
+      }
+      const absl::Time t1 = absl::Now();
+      if (absl::Status s =
+              client.Pull(options.table, 0, p, params.data(), summary.steps);
+          !s.ok()) {
+        return s;
+      }
+      const absl::Time t2 = absl::Now();
+      const float loss = mlp.TrainStep(params.data(), (*batch)->features.data(),
+                                       (*batch)->labels.data(), (*batch)->size,
+                                       grad.data(), &ws);
+      const absl::Time t3 = absl::Now();
+      if (absl::Status s =
+              client.Push(options.table, 0, p, grad.data(), summary.steps);
+          !s.ok()) {
+        return s;
+      }
+      const absl::Time t4 = absl::Now();
+      summary.read_seconds += Seconds(t1 - t0);
+      summary.pull_seconds += Seconds(t2 - t1);
+      summary.compute_seconds += Seconds(t3 - t2);
+      summary.push_seconds += Seconds(t4 - t3);
+      metrics << absl::StrFormat(
+          "%d,%d,%d,%.5f,%.3f,%.3f,%.3f,%.3f\n", epoch, summary.steps,
+          (*batch)->size, loss, 1e3 * Seconds(t1 - t0), 1e3 * Seconds(t3 - t2),
+          1e3 * Seconds(t2 - t1), 1e3 * Seconds(t4 - t3));
+      loss_sum += loss;
+      ++epoch_steps;
+      ++summary.steps;
+      summary.samples += (*batch)->size;
+      if (options.progress_every > 0 &&
+          summary.steps % options.progress_every == 0) {
+        const double elapsed = Seconds(absl::Now() - train_start);
+        const double rate = summary.samples / std::max(elapsed, 1e-9);
+        const double left_steps =
+            static_cast<double>(steps_per_epoch) * options.epochs -
+            summary.steps;
+        absl::FPrintF(stderr,
+                      "worker %d: epoch %d step %d loss %.4f %.0f samples/s "
+                      "ETA %.0f s\n",
+                      options.rank, epoch, summary.steps, loss, rate,
+                      left_steps * options.batch / std::max(rate, 1e-9));
+      }
+    }
+    const double mean = epoch_steps ? loss_sum / epoch_steps : 0;
+    if (epoch == 0) summary.first_epoch_loss = mean;
+    summary.last_epoch_loss = mean;
+    if (test != nullptr) {
+      if (absl::Status s = client.Pull(options.table, 0, p, params.data());
+          !s.ok()) {
+        return s;
+      }
+      absl::StatusOr<double> acc = TestAccuracy(mlp, params.data(), *test, &ws);
+      if (!acc.ok()) return acc.status();
+      summary.test_accuracy = *acc;
+      absl::FPrintF(stderr,
+                    "worker %d: epoch %d done, mean loss %.4f, test accuracy "
+                    "%.4f\n",
+                    options.rank, epoch, mean, *acc);
+    } else {
+      absl::FPrintF(stderr, "worker %d: epoch %d done, mean loss %.4f\n",
+                    options.rank, epoch, mean);
+    }
+  }
+  summary.train_seconds =
+      summary.steps ? Seconds(absl::Now() - train_start) : 0;
+  summary.samples_per_second =
+      summary.train_seconds > 0 ? summary.samples / summary.train_seconds : 0;
+  metrics.close();
+  return summary;
+}
+
+}  // namespace worker

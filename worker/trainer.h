@@ -1,0 +1,56 @@
+// The training loop of one worker: asynchronous SGD against the parameter
+// servers. Each step pulls every parameter (all shards in parallel), runs
+// forward/backward on the next batch and pushes the gradient; the servers
+// apply it on arrival. Writes RUN_DIR/metrics-<rank>.csv (per-step phase
+// times and loss) and reports a summary.
+#ifndef SHARDPS_WORKER_TRAINER_H_
+#define SHARDPS_WORKER_TRAINER_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "ps/client.h"
+
+namespace worker {
+
+struct TrainerOptions {
+  std::string model = "mlp:784-256-256-10";
+  std::string data;  // a directory with train/ (and test/) data sets
+  std::string loader = "parallel";  // or "sequential" (the baseline)
+  int batch = 128;
+  float lr = 0.1f;
+  int epochs = 1;
+  uint64_t seed = 1;
+  int reader_threads = 4;
+  int prefetch_batches = 8;
+  int rank = 0;
+  int world = 1;
+  std::string run_dir;
+  std::string table = "model";
+  int progress_every = 100;  // steps between progress lines
+};
+
+struct TrainSummary {
+  double init_seconds = 0;  // process start to the first step
+  double train_seconds = 0;
+  double samples_per_second = 0;
+  double test_accuracy = -1;  // -1 without a test set or off rank 0
+  double first_epoch_loss = 0;
+  double last_epoch_loss = 0;
+  uint64_t steps = 0;
+  uint64_t samples = 0;
+  double read_seconds = 0, compute_seconds = 0, pull_seconds = 0,
+         push_seconds = 0;
+
+  std::string ToJson() const;
+};
+
+absl::StatusOr<TrainSummary> Train(ps::Client& client,
+                                   const TrainerOptions& options,
+                                   absl::Time process_start);
+
+}  // namespace worker
+
+#endif  // SHARDPS_WORKER_TRAINER_H_

@@ -1,0 +1,125 @@
+// shardps-worker: trains --model on --data against the parameter servers at
+// --server_addrs (asynchronous SGD), writing RUN_DIR/metrics-<rank>.csv and
+// RUN_DIR/summary-<rank>.json.
+#include <cblas.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "ps/client.h"
+#include "ps/program.h"
+#include "ps/server_addrs.h"
+#include "worker/cluster_env.h"
+#include "worker/trainer.h"
+
+ABSL_FLAG(std::string, server_addrs, "",
+          "Parameter servers: host:port,... or a pattern with {i} plus "
+          "--num_servers.");
+ABSL_FLAG(int, num_servers, 0, "Server count for a {i} --server_addrs.");
+ABSL_FLAG(std::string, job, "default", "Job id the servers were started with.");
+ABSL_FLAG(int, rank, -1,
+          "This worker's rank; -1 takes it from SLURM_PROCID, "
+          "OMPI_COMM_WORLD_RANK, PMI_RANK or JOB_COMPLETION_INDEX, else 0.");
+ABSL_FLAG(int, world, -1,
+          "Number of workers; -1 takes it from SLURM_NTASKS, "
+          "OMPI_COMM_WORLD_SIZE or PMI_SIZE, else 1.");
+ABSL_FLAG(std::string, model, "mlp:784-256-256-10", "Model spec.");
+ABSL_FLAG(std::string, data, "",
+          "Data directory with train/ and test/ (shardps-data output).");
+ABSL_FLAG(std::string, loader, "parallel",
+          "parallel (prefetching, own partition) or sequential (the "
+          "CNTK-like baseline: full read before training).");
+ABSL_FLAG(int, reader_threads, 4, "Reader threads of the parallel loader.");
+ABSL_FLAG(int, prefetch_batches, 8, "Batches the parallel loader reads ahead.");
+ABSL_FLAG(int, batch, 128, "Batch size.");
+ABSL_FLAG(double, lr, 0.1, "SGD learning rate (applied by the servers).");
+ABSL_FLAG(int, epochs, 1, "Epochs over this worker's partition.");
+ABSL_FLAG(uint64_t, seed, 1, "Seed of the initial model and the shuffles.");
+ABSL_FLAG(std::string, run_dir, ".", "Directory for metrics and summary.");
+ABSL_FLAG(int, chunk_kb, 1024, "Largest payload of one Pull/Push call, KiB.");
+ABSL_FLAG(double, rpc_timeout_s, 30, "Deadline of every server call.");
+ABSL_FLAG(double, ready_timeout_s, 60,
+          "How long to wait for every server to be ready.");
+ABSL_FLAG(int, blas_threads, 1, "OpenBLAS threads for the model.");
+ABSL_FLAG(int, progress_every, 100, "Steps between progress lines.");
+
+namespace {
+
+int Fail(const absl::Status& s) {
+  absl::FPrintF(stderr, "shardps-worker: %s\n", s.ToString());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const absl::Time start = absl::Now();
+  ps::GrpcRuntime grpc_runtime;
+  ps::InitProgram(argc, argv,
+                  "trains a model against shardps servers.\n"
+                  "  shardps-worker --server_addrs=h1:7070,h2:7070 "
+                  "--data=DIR --rank=0 --world=2 --run_dir=RUN");
+  absl::StatusOr<worker::RankWorld> rw = worker::ResolveRankWorld(
+      absl::GetFlag(FLAGS_rank), absl::GetFlag(FLAGS_world), &std::getenv);
+  if (!rw.ok()) return Fail(rw.status());
+  absl::StatusOr<std::vector<std::string>> addrs = ps::ParseServerAddrs(
+      absl::GetFlag(FLAGS_server_addrs), absl::GetFlag(FLAGS_num_servers));
+  if (!addrs.ok()) {
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("--server_addrs: ", addrs.status().message())));
+  }
+  if (absl::GetFlag(FLAGS_data).empty()) {
+    return Fail(absl::InvalidArgumentError("--data is required"));
+  }
+  const std::string run_dir = absl::GetFlag(FLAGS_run_dir);
+  ::mkdir(run_dir.c_str(), 0755);
+  openblas_set_num_threads(std::max(1, absl::GetFlag(FLAGS_blas_threads)));
+
+  ps::ClientOptions co;
+  co.server_addrs = *addrs;
+  co.job = absl::GetFlag(FLAGS_job);
+  co.worker = rw->rank;
+  co.chunk_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_chunk_kb)) << 10;
+  co.rpc_timeout = absl::Seconds(absl::GetFlag(FLAGS_rpc_timeout_s));
+  absl::StatusOr<std::unique_ptr<ps::Client>> client = ps::Client::Connect(co);
+  if (!client.ok()) return Fail(client.status());
+  if (absl::Status s = (*client)->WaitReady(
+          absl::Seconds(absl::GetFlag(FLAGS_ready_timeout_s)));
+      !s.ok()) {
+    return Fail(s);
+  }
+  absl::FPrintF(stderr, "shardps-worker: rank %d of %d (%s), %d servers\n",
+                rw->rank, rw->world, rw->source, addrs->size());
+
+  worker::TrainerOptions to;
+  to.model = absl::GetFlag(FLAGS_model);
+  to.data = absl::GetFlag(FLAGS_data);
+  to.loader = absl::GetFlag(FLAGS_loader);
+  to.batch = absl::GetFlag(FLAGS_batch);
+  to.lr = static_cast<float>(absl::GetFlag(FLAGS_lr));
+  to.epochs = absl::GetFlag(FLAGS_epochs);
+  to.seed = absl::GetFlag(FLAGS_seed);
+  to.reader_threads = absl::GetFlag(FLAGS_reader_threads);
+  to.prefetch_batches = absl::GetFlag(FLAGS_prefetch_batches);
+  to.rank = rw->rank;
+  to.world = rw->world;
+  to.run_dir = run_dir;
+  to.progress_every = absl::GetFlag(FLAGS_progress_every);
+  absl::StatusOr<worker::TrainSummary> summary =
+      worker::Train(**client, to, start);
+  if (!summary.ok()) return Fail(summary.status());
+  const std::string path =
+      absl::StrCat(run_dir, "/summary-", rw->rank, ".json");
+  std::ofstream out(path, std::ios::trunc);
+  out << summary->ToJson() << "\n";
+  out.close();
+  if (!out) return Fail(absl::UnavailableError("cannot write " + path));
+  absl::FPrintF(stderr, "shardps-worker: done: %s\n", summary->ToJson());
+  return 0;
+}
