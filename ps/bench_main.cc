@@ -3,6 +3,7 @@
 // moves the whole --params table per call: first every thread pushes for
 // --seconds, then every thread pulls for --seconds.
 #include <cblas.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/barrier.h"
 #include "absl/time/clock.h"
+#include "loader/loader.h"
 #include "model/mlp.h"
 #include "ps/client.h"
 #include "ps/program.h"
@@ -41,12 +43,20 @@ ABSL_FLAG(int, chunk_kb, 1024, "Client chunk size in KiB.");
 ABSL_FLAG(int, channels_per_server, 2, "TCP connections per server.");
 ABSL_FLAG(int, inflight, 4, "Chunk calls in flight per server.");
 ABSL_FLAG(std::string, mode, "ps",
-          "What to measure: 'ps' (push/pull throughput of servers) or "
-          "'model' (training steps of --model on one thread, no network).");
+          "What to measure: 'ps' (push/pull throughput of servers), "
+          "'model' (training steps of --model on one thread, no network) or "
+          "'loader' (one epoch of --data through --loader, against a plain "
+          "sequential read of the same files).");
 ABSL_FLAG(std::string, model, "mlp:784-256-256-10",
           "Model spec for --mode=model.");
 ABSL_FLAG(int, batch, 128, "Batch size for --mode=model.");
 ABSL_FLAG(int, blas_threads, 1, "OpenBLAS threads for --mode=model.");
+ABSL_FLAG(std::string, data, "",
+          "--mode=loader: a data set directory (with manifest.txt).");
+ABSL_FLAG(std::string, loader, "parallel",
+          "--mode=loader: parallel or sequential.");
+ABSL_FLAG(int, reader_threads, 4, "--mode=loader: parallel loader threads.");
+ABSL_FLAG(int, prefetch_batches, 8, "--mode=loader: parallel loader ring.");
 
 namespace {
 
@@ -169,6 +179,58 @@ int RunModelBench() {
   return 0;
 }
 
+// One epoch of the whole data set through a loader (world 1), and a plain
+// read(2) of the same shard files in 1 MiB blocks for reference.
+int RunLoaderBench() {
+  absl::StatusOr<loader::Dataset> data =
+      loader::OpenDataset(absl::GetFlag(FLAGS_data));
+  if (!data.ok()) return Fail(data.status());
+  uint64_t bytes = 0;
+  for (const auto& shard : data->manifest.shards()) bytes += shard.bytes();
+
+  absl::Time t0 = absl::Now();
+  std::vector<char> block(1 << 20);
+  for (size_t k = 0; k < data->indexes.size(); ++k) {
+    const int fd = ::open(data->ShardPath(k).c_str(), O_RDONLY);
+    if (fd < 0) return Fail(absl::NotFoundError(data->ShardPath(k)));
+    while (::read(fd, block.data(), block.size()) > 0) {
+    }
+    ::close(fd);
+  }
+  const double plain_s = absl::ToDoubleSeconds(absl::Now() - t0);
+
+  loader::LoaderOptions o;
+  o.batch_size = absl::GetFlag(FLAGS_batch);
+  o.reader_threads = absl::GetFlag(FLAGS_reader_threads);
+  o.prefetch_batches = absl::GetFlag(FLAGS_prefetch_batches);
+  const std::string kind = absl::GetFlag(FLAGS_loader);
+  absl::StatusOr<std::unique_ptr<loader::Loader>> l =
+      kind == "sequential" ? loader::MakeSequentialLoader(*data, o)
+                           : loader::MakePrefetchLoader(*data, o);
+  if (!l.ok()) return Fail(l.status());
+  t0 = absl::Now();
+  if (absl::Status s = (*l)->StartEpoch(0); !s.ok()) return Fail(s);
+  double first_batch_s = -1;
+  uint64_t records = 0;
+  while (true) {
+    absl::StatusOr<const loader::Batch*> b = (*l)->Next();
+    if (!b.ok()) return Fail(b.status());
+    if (*b == nullptr) break;
+    if (first_batch_s < 0) {
+      first_batch_s = absl::ToDoubleSeconds(absl::Now() - t0);
+    }
+    records += (*b)->size;
+  }
+  const double epoch_s = absl::ToDoubleSeconds(absl::Now() - t0);
+  absl::PrintF(
+      "{\"mode\":\"loader\",\"loader\":\"%s\",\"records\":%d,"
+      "\"MB\":%.1f,\"first_batch_s\":%.4f,\"epoch_s\":%.4f,"
+      "\"records_per_s\":%.0f,\"MBps\":%.1f,\"plain_read_MBps\":%.1f}\n",
+      kind, records, bytes / 1e6, first_batch_s, epoch_s, records / epoch_s,
+      bytes / 1e6 / epoch_s, bytes / 1e6 / plain_s);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -180,9 +242,10 @@ int main(int argc, char** argv) {
       "  shardps-bench --mode=model --model=mlp:784-256-256-10 --batch=128");
   const std::string mode = absl::GetFlag(FLAGS_mode);
   if (mode == "model") return RunModelBench();
+  if (mode == "loader") return RunLoaderBench();
   if (mode != "ps") {
     return Fail(absl::InvalidArgumentError(
-        absl::StrCat("--mode=", mode, " is not 'ps' or 'model'")));
+        absl::StrCat("--mode=", mode, " is not ps, model or loader")));
   }
   const int spawn = absl::GetFlag(FLAGS_spawn_servers);
   const int workers = absl::GetFlag(FLAGS_workers);
