@@ -12,6 +12,7 @@
 #include "loader/dataset.h"
 #include "loader/idx_file.h"
 #include "ps/server_process.h"
+#include "test_util.h"
 
 namespace loader {
 namespace {
@@ -20,14 +21,6 @@ constexpr char kFashionMnist[] = "/usr/share/datasets/fashion-mnist";
 
 class DataToolTest : public testing::Test {
  protected:
-  void SetUp() override {
-    char dir[] = "/tmp/shardps-data-XXXXXX";
-    ASSERT_NE(mkdtemp(dir), nullptr);
-    dir_ = dir;
-  }
-  void TearDown() override {
-    std::system(absl::StrCat("rm -rf ", dir_).c_str());
-  }
   int Run(const std::string& args) {
     const int status =
         std::system(absl::StrCat(ps::SiblingBinary("shardps-data"), " ", args,
@@ -35,7 +28,8 @@ class DataToolTest : public testing::Test {
                         .c_str());
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
-  std::string dir_;
+  testutil::ScopedTempDir tmp_{"shardps-data"};
+  const std::string dir_ = tmp_.path();
 };
 
 TEST_F(DataToolTest, SyntheticSetsOpenAndHoldEverySample) {

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "test_util.h"
 
 namespace loader {
 namespace {
@@ -19,17 +20,11 @@ namespace {
 class DatasetTest : public testing::Test {
  protected:
   void SetUp() override {
-    char dir[] = "/tmp/shardps-dataset-XXXXXX";
-    ASSERT_NE(mkdtemp(dir), nullptr);
-    dir_ = dir;
     spec_.set_name("tiny");
     spec_.add_feature_shape(2);
     spec_.add_feature_shape(3);
     spec_.set_feature_type("uint8");
     spec_.set_classes(4);
-  }
-  void TearDown() override {
-    std::system(absl::StrCat("rm -rf ", dir_).c_str());
   }
 
   // 10 samples over 3 shards; sample i has label i % 4 and pixels i + k.
@@ -44,17 +39,14 @@ class DatasetTest : public testing::Test {
   }
 
   std::string Read(const std::string& name) {
-    std::ifstream in(dir_ + "/" + name, std::ios::binary);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
+    return testutil::ReadFile(dir_ + "/" + name);
   }
   void Write(const std::string& name, const std::string& bytes) {
-    std::ofstream out(dir_ + "/" + name, std::ios::binary | std::ios::trunc);
-    out << bytes;
+    testutil::WriteFile(dir_ + "/" + name, bytes);
   }
 
-  std::string dir_;
+  testutil::ScopedTempDir tmp_{"shardps-dataset"};
+  const std::string dir_ = tmp_.path();
   shardps::DatasetManifest spec_;
 };
 

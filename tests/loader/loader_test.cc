@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "test_util.h"
 
 namespace loader {
 namespace {
@@ -29,9 +30,6 @@ class LoaderTest : public testing::TestWithParam<Kind> {
   static constexpr int kSamples = 1003;
 
   void SetUp() override {
-    char dir[] = "/tmp/shardps-loader-XXXXXX";
-    ASSERT_NE(mkdtemp(dir), nullptr);
-    dir_ = dir;
     // Sample i carries its id in feature 0 and i % 7 as its label.
     shardps::DatasetManifest spec;
     spec.set_name("ids");
@@ -49,9 +47,6 @@ class LoaderTest : public testing::TestWithParam<Kind> {
     }
     ASSERT_TRUE(writer->Finish().ok());
     dataset_ = *OpenDataset(dir_);
-  }
-  void TearDown() override {
-    std::system(absl::StrCat("rm -rf ", dir_).c_str());
   }
 
   std::unique_ptr<Loader> Make(int rank, int world, uint64_t seed = 1) {
@@ -86,7 +81,8 @@ class LoaderTest : public testing::TestWithParam<Kind> {
     return ids;
   }
 
-  std::string dir_;
+  testutil::ScopedTempDir tmp_{"shardps-loader"};
+  const std::string dir_ = tmp_.path();
   Dataset dataset_;
 };
 

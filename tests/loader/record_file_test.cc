@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "loader/crc32c.h"
+#include "test_util.h"
 
 namespace loader {
 namespace {
@@ -40,14 +41,8 @@ TEST(Crc32cTest, MatchesKnownVectors) {
 class RecordFileTest : public testing::Test {
  protected:
   void SetUp() override {
-    char dir[] = "/tmp/shardps-records-XXXXXX";
-    ASSERT_NE(mkdtemp(dir), nullptr);
-    dir_ = dir;
     data_ = dir_ + "/shard-0.rec";
     index_ = dir_ + "/shard-0.idx";
-  }
-  void TearDown() override {
-    std::system(absl::StrCat("rm -rf ", dir_).c_str());
   }
 
   // Writes records of sizes 0, 1, ..., n-1 (bytes i*7) and their index.
@@ -65,15 +60,11 @@ class RecordFileTest : public testing::Test {
     return payloads;
   }
 
-  std::string ReadFile(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
+  static std::string ReadFile(const std::string& path) {
+    return testutil::ReadFile(path);
   }
-  void WriteFile(const std::string& path, const std::string& bytes) {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << bytes;
+  static void WriteFile(const std::string& path, const std::string& bytes) {
+    testutil::WriteFile(path, bytes);
   }
   void FlipByte(const std::string& path, uint64_t offset) {
     std::string bytes = ReadFile(path);
@@ -86,7 +77,9 @@ class RecordFileTest : public testing::Test {
     EXPECT_NE(s.message().find(needle), absl::string_view::npos) << s;
   }
 
-  std::string dir_, data_, index_;
+  testutil::ScopedTempDir tmp_{"shardps-records"};
+  const std::string dir_ = tmp_.path();
+  std::string data_, index_;
 };
 
 TEST_F(RecordFileTest, RoundTripThroughIndexAndSequentially) {

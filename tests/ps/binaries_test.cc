@@ -14,21 +14,13 @@
 #include "absl/strings/str_cat.h"
 #include "ps/client.h"
 #include "ps/server_process.h"
+#include "test_util.h"
 
 namespace ps {
 namespace {
 
 class BinariesTest : public testing::Test {
  protected:
-  void SetUp() override {
-    char dir[] = "/tmp/shardps-e2e-XXXXXX";
-    ASSERT_NE(mkdtemp(dir), nullptr);
-    run_dir_ = dir;
-  }
-  void TearDown() override {
-    std::system(absl::StrCat("rm -rf ", run_dir_).c_str());
-  }
-
   ServerProcessOptions Options(std::string name) {
     ServerProcessOptions o;
     o.binary = SiblingBinary("shardps-server");
@@ -36,13 +28,6 @@ class BinariesTest : public testing::Test {
     o.name = std::move(name);
     o.extra_args = {"--job=e2e"};
     return o;
-  }
-
-  static std::string ReadFile(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
   }
 
   // Runs a command, returning its exit code and everything it printed.
@@ -56,7 +41,8 @@ class BinariesTest : public testing::Test {
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
 
-  std::string run_dir_;
+  testutil::ScopedTempDir tmp_{"shardps-e2e"};
+  const std::string run_dir_ = tmp_.path();
 };
 
 TEST_F(BinariesTest, ServerServesThenStopsCleanlyOnSigtermAndSigint) {
@@ -87,7 +73,7 @@ TEST_F(BinariesTest, ServerServesThenStopsCleanlyOnSigtermAndSigint) {
     }
     absl::Status stopped = (*server)->Stop(absl::Seconds(10));
     EXPECT_TRUE(stopped.ok()) << stopped;
-    const std::string log = ReadFile((*server)->log_path());
+    const std::string log = testutil::ReadFile((*server)->log_path());
     EXPECT_NE(log.find(absl::StrCat("listening on ", (*server)->address())),
               std::string::npos)
         << log;

@@ -16,32 +16,20 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ps/server_process.h"
+#include "test_util.h"
 
 namespace worker {
 namespace {
 
 class TrainingTest : public testing::TestWithParam<const char*> {
  protected:
-  void SetUp() override {
-    char dir[] = "/tmp/shardps-train-XXXXXX";
-    ASSERT_NE(mkdtemp(dir), nullptr);
-    dir_ = dir;
-  }
-  void TearDown() override {
-    std::system(absl::StrCat("rm -rf ", dir_).c_str());
-  }
-  static std::string ReadFile(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
   static double Field(const std::string& json, const std::string& key) {
     std::smatch m;
     const std::regex re("\"" + key + "\":(-?[0-9.]+)");
     return std::regex_search(json, m, re) ? std::stod(m[1]) : -1e9;
   }
-  std::string dir_;
+  testutil::ScopedTempDir tmp_{"shardps-train"};
+  const std::string dir_ = tmp_.path();
 };
 
 TEST_P(TrainingTest, TwoServersTwoWorkersLearn) {
@@ -86,11 +74,11 @@ TEST_P(TrainingTest, TwoServersTwoWorkersLearn) {
     int status = 0;
     waitpid(workers[rank], &status, 0);
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-        << ReadFile(absl::StrCat(dir_, "/worker-", rank, ".log"));
+        << testutil::ReadFile(absl::StrCat(dir_, "/worker-", rank, ".log"));
   }
   for (int rank = 0; rank < 2; ++rank) {
     const std::string summary =
-        ReadFile(absl::StrCat(dir_, "/run/summary-", rank, ".json"));
+        testutil::ReadFile(absl::StrCat(dir_, "/run/summary-", rank, ".json"));
     // 7200 training samples split over 2 workers, batch 32: 113 steps an
     // epoch, 4 epochs.
     EXPECT_EQ(Field(summary, "steps"), 4 * 113) << summary;
@@ -100,7 +88,7 @@ TEST_P(TrainingTest, TwoServersTwoWorkersLearn) {
         << summary;
     EXPECT_GT(Field(summary, "init_seconds"), 0) << summary;
     const std::string metrics =
-        ReadFile(absl::StrCat(dir_, "/run/metrics-", rank, ".csv"));
+        testutil::ReadFile(absl::StrCat(dir_, "/run/metrics-", rank, ".csv"));
     EXPECT_EQ(
         metrics.rfind(
             "epoch,step,batch,loss,read_ms,compute_ms,pull_ms,push_ms\n", 0),
@@ -109,7 +97,7 @@ TEST_P(TrainingTest, TwoServersTwoWorkersLearn) {
   }
   // Four classes: chance is 25%.
   const double accuracy =
-      Field(ReadFile(dir_ + "/run/summary-0.json"), "test_accuracy");
+      Field(testutil::ReadFile(dir_ + "/run/summary-0.json"), "test_accuracy");
   EXPECT_GT(accuracy, 0.6);
   for (auto& s : servers) EXPECT_TRUE(s->Stop().ok());
 }
