@@ -472,6 +472,45 @@ absl::Status Client::CreateTable(const TableOptions& table) {
   return absl::OkStatus();
 }
 
+absl::Status Client::OpenTable(const TableOptions& table,
+                               absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  const int n = num_servers();
+  while (true) {
+    absl::StatusOr<std::vector<shardps::StatsResponse>> stats = Stats();
+    if (!stats.ok()) return stats.status();
+    int missing = -1;
+    for (int s = 0; s < n && missing < 0; ++s) {
+      const shardps::TableStats* found = nullptr;
+      for (const shardps::TableStats& t : (*stats)[s].tables()) {
+        if (t.table() == table.name) found = &t;
+      }
+      if (found == nullptr) {
+        missing = s;
+      } else if (found->num_params() != table.num_params ||
+                 found->num_shards() != static_cast<uint32_t>(n)) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "table '", table.name, "' on shard ", s, " at ",
+            servers_[s]->address, " has ", found->num_params(), " keys over ",
+            found->num_shards(), " shards; this worker expects ",
+            table.num_params, " over ", n));
+      }
+    }
+    if (missing < 0) break;
+    if (absl::Now() >= deadline) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("table '", table.name, "' was not created within ",
+                       absl::FormatDuration(timeout), ": shard ", missing,
+                       " at ", servers_[missing]->address,
+                       " still has no such table (is rank 0 running?)"));
+    }
+    absl::SleepFor(absl::Milliseconds(100));  // polling interval
+  }
+  absl::MutexLock lock(&tables_mu_);
+  tables_[table.name] = std::make_unique<RangePartition>(table.num_params, n);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<const RangePartition*> Client::FindTable(absl::string_view table,
                                                         uint64_t begin,
                                                         uint64_t end) {

@@ -78,6 +78,11 @@ class Client {
   // server i), or finds the identical table another worker already created.
   absl::Status CreateTable(const TableOptions& table);
 
+  // Waits until every server holds `table` as another worker (rank 0)
+  // created it, with the same size and shard count, then makes it usable
+  // here. DEADLINE_EXCEEDED after `timeout` names a server still without it.
+  absl::Status OpenTable(const TableOptions& table, absl::Duration timeout);
+
   // Copies keys [begin, end) of `table` into out[0, end - begin). `clock` is
   // the caller's iteration, for consistency modes and stats.
   absl::Status Pull(absl::string_view table, uint64_t begin, uint64_t end,

@@ -119,9 +119,8 @@ absl::StatusOr<TrainSummary> Train(ps::Client& client,
     test = *std::move(t);
   }
 
-  // Every rank asks for the same table; CreateTable is idempotent for an
-  // identical spec, so whichever arrives first creates it and the values
-  // are the same either way (seeded, computed on the servers).
+  // Rank 0 creates the table (seeded, initialised on the servers); the
+  // others wait for it.
   ps::TableOptions table;
   table.name = options.table;
   table.num_params = mlp.num_params();
@@ -131,7 +130,12 @@ absl::StatusOr<TrainSummary> Train(ps::Client& client,
   for (const model::Mlp::TensorInit& t : mlp.InitPlan()) {
     table.init_segments.push_back(ToSegment(t, seed++));
   }
-  if (absl::Status s = client.CreateTable(table); !s.ok()) return s;
+  if (absl::Status s = options.rank == 0
+                           ? client.CreateTable(table)
+                           : client.OpenTable(table, options.table_timeout);
+      !s.ok()) {
+    return s;
+  }
 
   const std::string metrics_path =
       absl::StrCat(options.run_dir, "/metrics-", options.rank, ".csv");

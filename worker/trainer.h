@@ -30,6 +30,8 @@ struct TrainerOptions {
   std::string run_dir;
   std::string table = "model";
   int progress_every = 100;  // steps between progress lines
+  // How long ranks other than 0 wait for rank 0 to create the table.
+  absl::Duration table_timeout = absl::Seconds(120);
 };
 
 struct TrainSummary {

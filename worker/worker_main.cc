@@ -48,6 +48,8 @@ ABSL_FLAG(double, ready_timeout_s, 60,
           "How long to wait for every server to be ready.");
 ABSL_FLAG(int, blas_threads, 1, "OpenBLAS threads for the model.");
 ABSL_FLAG(int, progress_every, 100, "Steps between progress lines.");
+ABSL_FLAG(double, table_timeout_s, 120,
+          "Ranks > 0: how long to wait for rank 0 to create the model table.");
 
 namespace {
 
@@ -111,6 +113,7 @@ int main(int argc, char** argv) {
   to.world = rw->world;
   to.run_dir = run_dir;
   to.progress_every = absl::GetFlag(FLAGS_progress_every);
+  to.table_timeout = absl::Seconds(absl::GetFlag(FLAGS_table_timeout_s));
   absl::StatusOr<worker::TrainSummary> summary =
       worker::Train(**client, to, start);
   if (!summary.ok()) return Fail(summary.status());

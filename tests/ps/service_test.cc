@@ -11,6 +11,7 @@
 #include <memory>
 #include <numeric>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/synchronization/notification.h"
@@ -322,6 +323,31 @@ TEST_F(ServiceTest, UnreachableServerFailsReadinessByName) {
   absl::Status create = client->CreateTable(Table("w", 100));
   EXPECT_FALSE(create.ok());
   EXPECT_NE(create.message().find(dead), std::string::npos) << create;
+}
+
+TEST_F(ServiceTest, OpenTableWaitsForTheCreatorAndChecksTheShape) {
+  std::unique_ptr<Client> creator = Connect();
+  std::unique_ptr<Client> other = Connect();
+  // Nobody created it: a clear deadline error naming a server.
+  absl::Status early = other->OpenTable(Table("w", 1000), absl::Seconds(0.3));
+  EXPECT_EQ(early.code(), absl::StatusCode::kDeadlineExceeded) << early;
+  EXPECT_NE(early.message().find("is rank 0 running"), std::string::npos);
+  std::vector<float> out(1000);
+  EXPECT_EQ(other->Pull("w", 0, 1000, out.data()).code(),
+            absl::StatusCode::kNotFound);
+  // Created while the other waits.
+  std::thread create([&] {
+    absl::SleepFor(absl::Milliseconds(300));
+    ASSERT_TRUE(creator->CreateTable(Table("w", 1000, 1.0f, 4.0f)).ok());
+  });
+  absl::Status opened = other->OpenTable(Table("w", 1000), absl::Seconds(10));
+  create.join();
+  ASSERT_TRUE(opened.ok()) << opened;
+  ASSERT_TRUE(other->Pull("w", 0, 1000, out.data()).ok());
+  EXPECT_EQ(out[999], 4.0f);
+  // A worker expecting another model size is refused.
+  absl::Status wrong = Connect()->OpenTable(Table("w", 999), absl::Seconds(1));
+  EXPECT_EQ(wrong.code(), absl::StatusCode::kFailedPrecondition) << wrong;
 }
 
 TEST_F(ServiceTest, ClientRejectsBadOptions) {

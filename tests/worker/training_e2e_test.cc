@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <regex>
@@ -83,8 +84,14 @@ TEST_P(TrainingTest, TwoServersTwoWorkersLearn) {
     // epoch, 4 epochs.
     EXPECT_EQ(Field(summary, "steps"), 4 * 113) << summary;
     EXPECT_EQ(Field(summary, "samples"), 4 * 3600) << summary;
+    // The loss falls on every worker and ends far below log(4) = 1.386,
+    // the loss of a uniform guess over 4 classes. (Rank 1 starts a little
+    // later, on a model rank 0 has already improved, so compare each worker
+    // with itself and with chance rather than the two with each other.)
     EXPECT_LT(Field(summary, "last_epoch_loss"),
-              0.7 * Field(summary, "first_epoch_loss"))
+              Field(summary, "first_epoch_loss"))
+        << summary;
+    EXPECT_LT(Field(summary, "last_epoch_loss"), 0.6 * std::log(4.0))
         << summary;
     EXPECT_GT(Field(summary, "init_seconds"), 0) << summary;
     const std::string metrics =
