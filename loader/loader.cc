@@ -4,12 +4,40 @@
 #include <numeric>
 #include <random>
 
+#include "absl/strings/str_cat.h"
+
 namespace loader {
 
 Partition PartitionFor(uint64_t records, int rank, int world) {
   const uint64_t r = static_cast<uint64_t>(rank);
   const uint64_t w = static_cast<uint64_t>(world);
   return {records * r / w, records * (r + 1) / w};
+}
+
+absl::Status CheckLoaderOptions(const LoaderOptions& options, bool prefetch) {
+  if (options.batch_size < 1 || options.world < 1 || options.rank < 0 ||
+      options.rank >= options.world) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "loader needs batch_size >= 1 and 0 <= rank < world, got batch_size ",
+        options.batch_size, ", rank ", options.rank, ", world ",
+        options.world));
+  }
+  if (prefetch &&
+      (options.reader_threads < 1 || options.prefetch_batches < 2)) {
+    return absl::InvalidArgumentError(
+        "the parallel loader needs reader_threads >= 1 and prefetch_batches "
+        ">= 2");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Loader>> MakeLoader(
+    absl::string_view kind, const Dataset& dataset,
+    const LoaderOptions& options) {
+  if (kind == "sequential") return MakeSequentialLoader(dataset, options);
+  if (kind == "parallel") return MakePrefetchLoader(dataset, options);
+  return absl::InvalidArgumentError(
+      absl::StrCat("--loader=", kind, " is not sequential or parallel"));
 }
 
 Loader::Loader(const Dataset& dataset, const LoaderOptions& options)

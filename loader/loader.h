@@ -77,6 +77,14 @@ class Loader {
   std::vector<uint64_t> order_;     // this epoch's ids
 };
 
+// INVALID_ARGUMENT unless batch_size >= 1 and 0 <= rank < world (and, for the
+// PrefetchLoader, reader_threads >= 1 and prefetch_batches >= 2).
+absl::Status CheckLoaderOptions(const LoaderOptions& options, bool prefetch);
+
+// The loader named by --loader: "sequential" or "parallel".
+absl::StatusOr<std::unique_ptr<Loader>> MakeLoader(
+    absl::string_view kind, const Dataset& dataset,
+    const LoaderOptions& options);
 absl::StatusOr<std::unique_ptr<Loader>> MakeSequentialLoader(
     const Dataset& dataset, const LoaderOptions& options);
 absl::StatusOr<std::unique_ptr<Loader>> MakePrefetchLoader(

@@ -142,12 +142,9 @@ class PrefetchLoader final : public Loader {
 
 absl::StatusOr<std::unique_ptr<Loader>> MakePrefetchLoader(
     const Dataset& dataset, const LoaderOptions& options) {
-  if (options.batch_size < 1 || options.world < 1 || options.rank < 0 ||
-      options.rank >= options.world || options.reader_threads < 1 ||
-      options.prefetch_batches < 2) {
-    return absl::InvalidArgumentError(
-        "loader needs batch_size >= 1, 0 <= rank < world, reader_threads >= "
-        "1 and prefetch_batches >= 2");
+  if (absl::Status s = CheckLoaderOptions(options, /*prefetch=*/true);
+      !s.ok()) {
+    return s;
   }
   // Only the shards this worker's partition touches are opened.
   const Partition part =

@@ -83,10 +83,9 @@ class SequentialLoader final : public Loader {
 
 absl::StatusOr<std::unique_ptr<Loader>> MakeSequentialLoader(
     const Dataset& dataset, const LoaderOptions& options) {
-  if (options.batch_size < 1 || options.world < 1 || options.rank < 0 ||
-      options.rank >= options.world) {
-    return absl::InvalidArgumentError(
-        "loader needs batch_size >= 1 and 0 <= rank < world");
+  if (absl::Status s = CheckLoaderOptions(options, /*prefetch=*/false);
+      !s.ok()) {
+    return s;
   }
   return std::make_unique<SequentialLoader>(dataset, options);
 }

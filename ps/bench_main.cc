@@ -205,8 +205,7 @@ int RunLoaderBench() {
   o.prefetch_batches = absl::GetFlag(FLAGS_prefetch_batches);
   const std::string kind = absl::GetFlag(FLAGS_loader);
   absl::StatusOr<std::unique_ptr<loader::Loader>> l =
-      kind == "sequential" ? loader::MakeSequentialLoader(*data, o)
-                           : loader::MakePrefetchLoader(*data, o);
+      loader::MakeLoader(kind, *data, o);
   if (!l.ok()) return Fail(l.status());
   t0 = absl::Now();
   if (absl::Status s = (*l)->StartEpoch(0); !s.ok()) return Fail(s);

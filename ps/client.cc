@@ -81,11 +81,16 @@ struct Client::ServerConn {
   std::vector<std::unique_ptr<grpc::GenericStub>> bulk_stubs;  // per channel
   std::unique_ptr<shardps::ParameterServer::Stub> stub;
 
+  // `status` with its message prefixed by what failed and where.
+  absl::Status Annotate(absl::string_view what, int shard,
+                        const absl::Status& status) const {
+    return absl::Status(status.code(),
+                        absl::StrCat(what, " on shard ", shard, " at ", address,
+                                     ": ", status.message()));
+  }
   absl::Status Annotate(absl::string_view what, int shard,
                         const grpc::Status& status) const {
-    return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                        absl::StrCat(what, " on shard ", shard, " at ", address,
-                                     ": ", status.error_message()));
+    return Annotate(what, shard, FromGrpcStatus(status));
   }
 };
 
@@ -301,10 +306,7 @@ class Client::BulkOp : public std::enable_shared_from_this<BulkOp> {
     } else if (!is_push_) {
       result = DecodePull(chunk, calls_[index]->response);
       if (!result.ok()) {
-        result = absl::Status(
-            result.code(),
-            absl::StrCat(Describe(chunk), " on shard ", chunk.shard, " at ",
-                         server.address, ": ", result.message()));
+        result = server.Annotate(Describe(chunk), chunk.shard, result);
       }
     }
     calls_[index].reset();

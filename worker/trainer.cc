@@ -37,15 +37,6 @@ shardps::InitSegment ToSegment(const model::Mlp::TensorInit& t, uint64_t seed) {
   return seg;
 }
 
-absl::StatusOr<std::unique_ptr<loader::Loader>> MakeLoader(
-    const std::string& kind, const loader::Dataset& data,
-    const loader::LoaderOptions& options) {
-  if (kind == "sequential") return loader::MakeSequentialLoader(data, options);
-  if (kind == "parallel") return loader::MakePrefetchLoader(data, options);
-  return absl::InvalidArgumentError(
-      absl::StrCat("--loader=", kind, " is not sequential or parallel"));
-}
-
 // Accuracy of `params` on the whole test set.
 absl::StatusOr<double> TestAccuracy(const model::Mlp& mlp, const float* params,
                                     loader::Loader& test,
@@ -103,7 +94,7 @@ absl::StatusOr<TrainSummary> Train(ps::Client& client,
   lo.reader_threads = options.reader_threads;
   lo.prefetch_batches = options.prefetch_batches;
   absl::StatusOr<std::unique_ptr<loader::Loader>> batches =
-      MakeLoader(options.loader, *train, lo);
+      loader::MakeLoader(options.loader, *train, lo);
   if (!batches.ok()) return batches.status();
 
   // The test set, on rank 0 only, read once into memory.
