@@ -8,7 +8,8 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libopenblas-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  zlib1g-dev dataset-fashion-mnist
+  zlib1g-dev libcurl4-openssl-dev dataset-fashion-mnist
+  nginx-light iproute2 procps python3-matplotlib  # the emulated cluster and experiments/
 )
 
 missing=()

@@ -1,10 +1,7 @@
 #include "loader/dataset.h"
 
-#include <sys/stat.h>
-
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -144,14 +141,15 @@ absl::StatusOr<Dataset> OpenDataset(const std::string& dir) {
   Dataset ds;
   ds.dir = dir;
   const std::string path = absl::StrCat(dir, "/", kManifestFile);
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("no manifest at ", path));
-  std::stringstream text;
-  text << in.rdbuf();
+  absl::StatusOr<std::string> text = ReadWholeFile(path);
+  if (!text.ok()) {
+    if (!absl::IsNotFound(text.status())) return text.status();
+    return absl::NotFoundError(absl::StrCat("no manifest at ", path));
+  }
   FirstError errors;
   google::protobuf::TextFormat::Parser parser;
   parser.RecordErrorsTo(&errors);
-  if (!parser.ParseFromString(text.str(), &ds.manifest)) {
+  if (!parser.ParseFromString(*text, &ds.manifest)) {
     return absl::DataLossError(absl::StrCat(
         path, ": not a DatasetManifest in text format (", errors.first(), ")"));
   }
@@ -162,14 +160,15 @@ absl::StatusOr<Dataset> OpenDataset(const std::string& dir) {
   for (const shardps::ShardFile& shard : ds.manifest.shards()) {
     const std::string data = absl::StrCat(dir, "/", shard.data_file());
     const std::string index_path = absl::StrCat(dir, "/", shard.index_file());
-    struct stat st;
-    if (::stat(data.c_str(), &st) != 0) {
+    absl::StatusOr<std::unique_ptr<RandomAccessFile>> file = OpenFile(data);
+    if (!file.ok()) {
+      if (!absl::IsNotFound(file.status())) return file.status();
       return absl::NotFoundError(
           absl::StrCat("shard ", data, " named in ", path, " is missing"));
     }
     absl::StatusOr<RecordIndex> index = ReadIndex(index_path);
     if (!index.ok()) return index.status();
-    const uint64_t size = static_cast<uint64_t>(st.st_size);
+    const uint64_t size = (*file)->size();
     if (size != shard.bytes() || size != index->data_size ||
         index->offsets.size() != shard.records()) {
       return absl::DataLossError(absl::StrCat(

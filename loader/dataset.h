@@ -67,8 +67,9 @@ struct Dataset {
 };
 
 // Reads the manifest and every index, without reading data, and checks that
-// they agree with each other and with the shard files' sizes. Errors name
-// the file at fault.
+// they agree with each other and with the shard files' sizes. `dir` is a
+// local directory or an http:// URL of one (the files are then read with
+// range requests). Errors name the file at fault.
 absl::StatusOr<Dataset> OpenDataset(const std::string& dir);
 
 }  // namespace loader

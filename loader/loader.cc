@@ -64,11 +64,25 @@ void Loader::Shuffle(int epoch) {
   std::shuffle(order_.begin(), order_.end(), gen);
 }
 
-std::pair<size_t, uint64_t> Loader::Locate(uint64_t id) const {
+Loader::Extent Loader::Locate(uint64_t id) const {
   const size_t shard = static_cast<size_t>(
       std::upper_bound(first_id_.begin(), first_id_.end(), id) -
       first_id_.begin() - 1);
-  return {shard, dataset_.indexes[shard].offsets[id - first_id_[shard]]};
+  const RecordIndex& index = dataset_.indexes[shard];
+  const uint64_t i = id - first_id_[shard];
+  const uint64_t end =
+      i + 1 < index.offsets.size() ? index.offsets[i + 1] : index.data_size;
+  return {shard, index.offsets[i], end};
+}
+
+absl::Status Loader::Decode(const RecordReader& file, uint64_t offset,
+                            absl::string_view payload, float* features,
+                            int32_t* label) const {
+  absl::Status s =
+      DecodeSample(dataset_.manifest, payload, "", features, label);
+  if (s.ok()) return s;
+  return absl::DataLossError(
+      absl::StrCat(file.path(), " at byte offset ", offset, s.message()));
 }
 
 }  // namespace loader

@@ -66,8 +66,17 @@ class Loader {
 
   // Record ids of this epoch's order: global ids in [begin, end).
   void Shuffle(int epoch);
-  // Which shard holds global record `id`, and at which offset.
-  std::pair<size_t, uint64_t> Locate(uint64_t id) const;
+  // Where global record `id` lies: its shard and its bytes [offset, end).
+  struct Extent {
+    size_t shard;
+    uint64_t offset;
+    uint64_t end;
+  };
+  Extent Locate(uint64_t id) const;
+  // DecodeSample for the record of `file` at `offset`; errors name both.
+  absl::Status Decode(const RecordReader& file, uint64_t offset,
+                      absl::string_view payload, float* features,
+                      int32_t* label) const;
 
   const Dataset& dataset_;
   const LoaderOptions options_;

@@ -107,17 +107,15 @@ class PrefetchLoader final : public Loader {
     const size_t n =
         std::min<size_t>(options_.batch_size, order_.size() - first);
     for (size_t i = 0; i < n; ++i) {
-      const auto [shard, offset] = Locate(order_[first + i]);
-      const RecordReader& file = *files_[shard];
-      absl::StatusOr<uint64_t> next = file.ReadAt(offset, payload);
-      if (!next.ok()) return next.status();
-      if (absl::Status s =
-              DecodeSample(dataset_.manifest, *payload, "",
-                           &out.features[i * features_], &out.labels[i]);
-          !s.ok()) {
-        return absl::DataLossError(
-            absl::StrCat(file.path(), " at byte offset ", offset, s.message()));
-      }
+      const Extent e = Locate(order_[first + i]);
+      const RecordReader& file = *files_[e.shard];
+      absl::Status s = file.ReadRecords(
+          &e.offset, 1, e.end, payload,
+          [&](uint64_t offset, absl::string_view record) {
+            return Decode(file, offset, record, &out.features[i * features_],
+                          &out.labels[i]);
+          });
+      if (!s.ok()) return s;
     }
     out.size = static_cast<int>(n);
     return absl::OkStatus();

@@ -1,7 +1,6 @@
 #include "loader/record_file.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -37,24 +36,39 @@ uint32_t GetU32(const char* p) {
   return v;
 }
 
-absl::Status ErrnoError(absl::string_view what, const std::string& path) {
-  const int e = errno;
-  const std::string message =
-      absl::StrCat("cannot ", what, " ", path, ": ", std::strerror(e));
-  return e == ENOENT ? absl::NotFoundError(message)
-                     : absl::UnavailableError(message);
-}
-
 absl::Status WriteAll(int fd, const char* data, size_t n,
                       const std::string& path) {
   while (n > 0) {
     const ssize_t w = ::write(fd, data, n);
     if (w < 0) {
       if (errno == EINTR) continue;
-      return ErrnoError("write", path);
+      return FileError("write", path);
     }
     data += w;
     n -= static_cast<size_t>(w);
+  }
+  return absl::OkStatus();
+}
+
+// The 12-byte record header: length and its masked CRC.
+absl::Status CheckLength(const std::string& path, uint64_t offset,
+                         const char* header) {
+  if (MaskCrc(Crc32c(header, 8)) != GetU32(header + 8)) {
+    return absl::DataLossError(
+        absl::StrCat(path, ": corrupt record length at byte offset ", offset,
+                     " (CRC mismatch)"));
+  }
+  return absl::OkStatus();
+}
+
+// `framed` is the payload of `length` bytes followed by its masked CRC.
+absl::Status CheckPayload(const std::string& path, uint64_t offset,
+                          absl::string_view framed, uint64_t length) {
+  if (MaskCrc(Crc32c(framed.data(), length)) !=
+      GetU32(framed.data() + length)) {
+    return absl::DataLossError(
+        absl::StrCat(path, ": corrupt record payload at byte offset ", offset,
+                     " (CRC mismatch)"));
   }
   return absl::OkStatus();
 }
@@ -65,7 +79,7 @@ absl::StatusOr<std::unique_ptr<RecordWriter>> RecordWriter::Create(
     const std::string& path) {
   const int fd =
       ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoError("create", path);
+  if (fd < 0) return FileError("create", path);
   return std::unique_ptr<RecordWriter>(new RecordWriter(path, fd));
 }
 
@@ -94,49 +108,16 @@ absl::Status RecordWriter::Flush() {
 absl::Status RecordWriter::Close() {
   if (fd_ < 0) return absl::OkStatus();
   absl::Status s = Flush();
-  if (::close(fd_) != 0 && s.ok()) s = ErrnoError("close", path_);
+  if (::close(fd_) != 0 && s.ok()) s = FileError("close", path_);
   fd_ = -1;
   return s;
 }
 
 absl::StatusOr<std::unique_ptr<RecordReader>> RecordReader::Open(
-    const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoError("open", path);
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    absl::Status s = ErrnoError("stat", path);
-    ::close(fd);
-    return s;
-  }
-  return std::unique_ptr<RecordReader>(
-      new RecordReader(path, fd, static_cast<uint64_t>(st.st_size)));
-}
-
-RecordReader::~RecordReader() { ::close(fd_); }
-
-absl::Status RecordReader::ReadExactly(uint64_t offset, void* out, uint64_t n,
-                                       absl::string_view what) const {
-  if (offset + n > file_size_) {
-    return absl::DataLossError(
-        absl::StrCat(path_, ": truncated ", what, " at byte offset ", offset,
-                     ": needs ", n, " bytes, the file ends at ", file_size_));
-  }
-  char* dst = static_cast<char*>(out);
-  while (n > 0) {
-    const ssize_t r = ::pread(fd_, dst, n, static_cast<off_t>(offset));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) {
-      return r == 0 ? absl::DataLossError(absl::StrCat(
-                          path_, ": file shrank while reading byte offset ",
-                          offset))
-                    : ErrnoError("read", path_);
-    }
-    dst += r;
-    offset += static_cast<uint64_t>(r);
-    n -= static_cast<uint64_t>(r);
-  }
-  return absl::OkStatus();
+    const std::string& name) {
+  absl::StatusOr<std::unique_ptr<RandomAccessFile>> file = OpenFile(name);
+  if (!file.ok()) return file.status();
+  return std::unique_ptr<RecordReader>(new RecordReader(*std::move(file)));
 }
 
 absl::StatusOr<uint64_t> RecordReader::ReadAt(uint64_t offset,
@@ -146,14 +127,10 @@ absl::StatusOr<uint64_t> RecordReader::ReadAt(uint64_t offset,
       !s.ok()) {
     return s;
   }
-  if (MaskCrc(Crc32c(header, 8)) != GetU32(header + 8)) {
-    return absl::DataLossError(
-        absl::StrCat(path_, ": corrupt record length at byte offset ", offset,
-                     " (CRC mismatch)"));
-  }
+  if (absl::Status s = CheckLength(path(), offset, header); !s.ok()) return s;
   const uint64_t length = GetU64(header);
-  if (length > file_size_) {
-    return absl::DataLossError(absl::StrCat(path_, ": record at byte offset ",
+  if (length > file_size()) {
+    return absl::DataLossError(absl::StrCat(path(), ": record at byte offset ",
                                             offset, " claims ", length,
                                             " bytes, more than the file"));
   }
@@ -163,14 +140,57 @@ absl::StatusOr<uint64_t> RecordReader::ReadAt(uint64_t offset,
       !s.ok()) {
     return s;
   }
-  const uint32_t stored = GetU32(payload->data() + length);
-  payload->resize(length);
-  if (MaskCrc(Crc32c(payload->data(), length)) != stored) {
-    return absl::DataLossError(
-        absl::StrCat(path_, ": corrupt record payload at byte offset ", offset,
-                     " (CRC mismatch)"));
+  if (absl::Status s = CheckPayload(path(), offset, *payload, length);
+      !s.ok()) {
+    return s;
   }
+  payload->resize(length);
   return offset + kRecordOverhead + length;
+}
+
+absl::Status RecordReader::ReadRecords(
+    const uint64_t* offsets, size_t n, uint64_t end, std::string* buffer,
+    absl::FunctionRef<absl::Status(uint64_t, absl::string_view)> fn) const {
+  if (n == 0) return absl::OkStatus();
+  const uint64_t first = offsets[0];
+  if (end < first) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path(), ": record span [", first, ", ", end, ") is inverted"));
+  }
+  buffer->resize(end - first);
+  if (absl::Status s =
+          ReadExactly(first, buffer->data(), end - first, "records");
+      !s.ok()) {
+    return s;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t offset = offsets[i];
+    const uint64_t next = i + 1 < n ? offsets[i + 1] : end;
+    const char* record = buffer->data() + (offset - first);
+    if (next < offset + kRecordOverhead) {
+      return absl::DataLossError(absl::StrCat(
+          path(), ": record at byte offset ", offset, " is shorter than its ",
+          kRecordOverhead, "-byte framing"));
+    }
+    if (absl::Status s = CheckLength(path(), offset, record); !s.ok()) {
+      return s;
+    }
+    const uint64_t length = GetU64(record);
+    if (length != next - offset - kRecordOverhead) {
+      return absl::DataLossError(absl::StrCat(
+          path(), ": record at byte offset ", offset, " claims ", length,
+          " bytes but the index leaves ", next - offset - kRecordOverhead));
+    }
+    const absl::string_view framed(record + 12, length + 4);
+    if (absl::Status s = CheckPayload(path(), offset, framed, length);
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = fn(offset, framed.substr(0, length)); !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status WriteIndex(const std::string& path,
@@ -183,24 +203,20 @@ absl::Status WriteIndex(const std::string& path,
   PutU32(&bytes, MaskCrc(Crc32c(bytes.data(), bytes.size())));
   const int fd =
       ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoError("create", path);
+  if (fd < 0) return FileError("create", path);
   absl::Status s = WriteAll(fd, bytes.data(), bytes.size(), path);
-  if (::close(fd) != 0 && s.ok()) s = ErrnoError("close", path);
+  if (::close(fd) != 0 && s.ok()) s = FileError("close", path);
   return s;
 }
 
 absl::StatusOr<RecordIndex> ReadIndex(const std::string& path) {
-  absl::StatusOr<std::unique_ptr<RecordReader>> file = RecordReader::Open(path);
-  if (!file.ok()) return file.status();
-  const uint64_t size = (*file)->file_size();
-  std::string bytes(size, '\0');
+  absl::StatusOr<std::string> whole = ReadWholeFile(path);
+  if (!whole.ok()) return whole.status();
+  const std::string& bytes = *whole;
+  const uint64_t size = bytes.size();
   if (size < 28) {
     return absl::DataLossError(absl::StrCat(path, ": truncated index (", size,
                                             " bytes, at least 28 needed)"));
-  }
-  if (absl::Status s = (*file)->ReadExactly(0, bytes.data(), size, "index");
-      !s.ok()) {
-    return s;
   }
   if (std::memcmp(bytes.data(), kIndexMagic, sizeof kIndexMagic) != 0) {
     return absl::DataLossError(

@@ -8,8 +8,8 @@
 //
 // Every error names the file and, for bad data, the byte offset.
 //
-// Thread-safety: RecordWriter is for one thread. RecordReader::ReadAt is
-// safe to call from several threads at once (it uses pread).
+// Thread-safety: RecordWriter is for one thread. RecordReader's reads are
+// safe to call from several threads at once.
 #ifndef SHARDPS_LOADER_RECORD_FILE_H_
 #define SHARDPS_LOADER_RECORD_FILE_H_
 
@@ -18,9 +18,11 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "loader/random_access_file.h"
 
 namespace loader {
 
@@ -57,33 +59,41 @@ class RecordWriter {
 
 class RecordReader {
  public:
-  // NOT_FOUND names a missing file.
+  // A local path or an http:// URL (loader/random_access_file.h). NOT_FOUND
+  // names a missing file.
   static absl::StatusOr<std::unique_ptr<RecordReader>> Open(
-      const std::string& path);
+      const std::string& name);
   RecordReader(const RecordReader&) = delete;
   RecordReader& operator=(const RecordReader&) = delete;
-  ~RecordReader();
 
-  const std::string& path() const { return path_; }
-  uint64_t file_size() const { return file_size_; }
+  const std::string& path() const { return file_->name(); }
+  uint64_t file_size() const { return file_->size(); }
 
   // Reads the record starting at `offset` into *payload (reusing its
   // capacity) and returns the offset just past it. DATA_LOSS, naming the file
   // and offset, for a truncated record or a CRC mismatch.
   absl::StatusOr<uint64_t> ReadAt(uint64_t offset, std::string* payload) const;
 
+  // Reads the records that start at offsets[0, n), which are consecutive and
+  // end at `end`, with one read into *buffer, and calls fn(offset, payload)
+  // for each in order. Checks framing and CRCs like ReadAt; the first error
+  // (from the data or from fn) stops the scan and is returned.
+  absl::Status ReadRecords(
+      const uint64_t* offsets, size_t n, uint64_t end, std::string* buffer,
+      absl::FunctionRef<absl::Status(uint64_t, absl::string_view)> fn) const;
+
   // Reads bytes [offset, offset + n) of the file; DATA_LOSS naming `what`
   // and the offset when the file is shorter.
   absl::Status ReadExactly(uint64_t offset, void* out, uint64_t n,
-                           absl::string_view what) const;
+                           absl::string_view what) const {
+    return file_->ReadExactly(offset, out, n, what);
+  }
 
  private:
-  RecordReader(std::string path, int fd, uint64_t size)
-      : path_(std::move(path)), fd_(fd), file_size_(size) {}
+  explicit RecordReader(std::unique_ptr<RandomAccessFile> file)
+      : file_(std::move(file)) {}
 
-  const std::string path_;
-  const int fd_;
-  const uint64_t file_size_;
+  const std::unique_ptr<RandomAccessFile> file_;
 };
 
 // The index of a record file: its record offsets and the size of the file
@@ -96,9 +106,10 @@ struct RecordIndex {
   std::vector<uint64_t> offsets;
   uint64_t data_size = 0;
 };
-// DATA_LOSS naming the file for a wrong magic number, a truncated index, a
-// CRC mismatch or offsets that are not increasing inside the data.
-absl::StatusOr<RecordIndex> ReadIndex(const std::string& path);
+// `name` is a local path or an http:// URL. DATA_LOSS naming the file for a
+// wrong magic number, a truncated index, a CRC mismatch or offsets that are
+// not increasing inside the data.
+absl::StatusOr<RecordIndex> ReadIndex(const std::string& name);
 
 }  // namespace loader
 

@@ -41,36 +41,48 @@ class SequentialLoader final : public Loader {
   }
 
  private:
-  // The whole data set, shard after shard, in one thread: every record is
-  // read and checked; this worker's partition is decoded and kept.
+  // The whole data set, shard after shard, in one thread and in blocks of
+  // about kBlockBytes: every record is read and checked; this worker's
+  // partition is decoded and kept.
   absl::Status ReadEverything() {
     features_store_.resize(partition_size() * features_);
     labels_store_.resize(partition_size());
-    std::string payload;
+    std::string block;
     uint64_t id = 0;
     for (size_t k = 0; k < dataset_.indexes.size(); ++k) {
       absl::StatusOr<std::unique_ptr<RecordReader>> reader =
           RecordReader::Open(dataset_.ShardPath(k));
       if (!reader.ok()) return reader.status();
-      for (uint64_t offset : dataset_.indexes[k].offsets) {
-        absl::StatusOr<uint64_t> next = (*reader)->ReadAt(offset, &payload);
-        if (!next.ok()) return next.status();
-        if (id >= partition_.begin && id < partition_.end) {
-          const uint64_t local = id - partition_.begin;
-          if (absl::Status s = DecodeSample(dataset_.manifest, payload, "",
-                                            &features_store_[local * features_],
-                                            &labels_store_[local]);
-              !s.ok()) {
-            return absl::DataLossError(absl::StrCat(dataset_.ShardPath(k),
-                                                    " at byte offset ", offset,
-                                                    s.message()));
-          }
+      const RecordIndex& index = dataset_.indexes[k];
+      size_t first = 0;
+      while (first < index.offsets.size()) {
+        size_t last = first + 1;
+        while (last < index.offsets.size() &&
+               index.offsets[last] - index.offsets[first] < kBlockBytes) {
+          ++last;
         }
-        ++id;
+        const uint64_t end =
+            last < index.offsets.size() ? index.offsets[last] : index.data_size;
+        absl::Status s = (*reader)->ReadRecords(
+            &index.offsets[first], last - first, end, &block,
+            [&](uint64_t offset, absl::string_view payload) {
+              const uint64_t this_id = id++;
+              if (this_id < partition_.begin || this_id >= partition_.end) {
+                return absl::OkStatus();
+              }
+              const uint64_t local = this_id - partition_.begin;
+              return Decode(**reader, offset, payload,
+                            &features_store_[local * features_],
+                            &labels_store_[local]);
+            });
+        if (!s.ok()) return s;
+        first = last;
       }
     }
     return absl::OkStatus();
   }
+
+  static constexpr uint64_t kBlockBytes = 4 << 20;
 
   bool loaded_ = false;
   std::vector<float> features_store_;

@@ -106,6 +106,42 @@ TEST_F(RecordFileTest, RoundTripThroughIndexAndSequentially) {
   EXPECT_EQ(at, reader->file_size());
 }
 
+TEST_F(RecordFileTest, ReadRecordsScansABlockAndChecksItAgainstTheIndex) {
+  const std::vector<std::string> payloads = WriteRecords(30);
+  const RecordIndex index = *ReadIndex(index_);
+  auto reader = *RecordReader::Open(data_);
+  std::string block;
+  std::vector<std::string> seen;
+  ASSERT_TRUE(reader
+                  ->ReadRecords(&index.offsets[10], 20, index.data_size, &block,
+                                [&](uint64_t offset, absl::string_view p) {
+                                  EXPECT_EQ(offset,
+                                            index.offsets[10 + seen.size()]);
+                                  seen.emplace_back(p);
+                                  return absl::OkStatus();
+                                })
+                  .ok());
+  EXPECT_EQ(seen,
+            std::vector<std::string>(payloads.begin() + 10, payloads.end()));
+
+  // An end that does not match the records' framing is bad data, not a
+  // silently shorter payload.
+  absl::Status s = reader->ReadRecords(
+      &index.offsets[3], 2, index.offsets[5] - 1, &block,
+      [](uint64_t, absl::string_view) { return absl::OkStatus(); });
+  ExpectDataLoss(s, absl::StrCat(data_, ": record at byte offset ",
+                                 index.offsets[4], " claims"));
+  // The callback's error stops the scan.
+  int calls = 0;
+  s = reader->ReadRecords(&index.offsets[0], 5, index.offsets[5], &block,
+                          [&](uint64_t, absl::string_view) {
+                            return ++calls == 2 ? absl::CancelledError("stop")
+                                                : absl::OkStatus();
+                          });
+  EXPECT_EQ(s.code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(calls, 2);
+}
+
 TEST_F(RecordFileTest, CorruptPayloadNamesFileAndOffset) {
   WriteRecords(10);
   const RecordIndex index = *ReadIndex(index_);

@@ -1,0 +1,69 @@
+// RandomAccessFile: read-only bytes at any offset, from a local file or an
+// http:// URL, so every reader in loader/ works the same on local disks and
+// on shared storage behind a web server (the emulated cluster's storage
+// host). HTTP files are read with range requests over kept-alive
+// connections.
+//
+// Every error names the file or URL, and the offset for a short read.
+//
+// Thread-safety: Read may be called from several threads at once.
+#ifndef SHARDPS_LOADER_RANDOM_ACCESS_FILE_H_
+#define SHARDPS_LOADER_RANDOM_ACCESS_FILE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace loader {
+
+class RandomAccessFile {
+ public:
+  virtual ~RandomAccessFile() = default;
+
+  const std::string& name() const { return name_; }
+  uint64_t size() const { return size_; }
+
+  // Reads bytes [offset, offset + n) into out. DATA_LOSS naming `what`, the
+  // file and the offset when the file is shorter.
+  absl::Status ReadExactly(uint64_t offset, void* out, uint64_t n,
+                           absl::string_view what) const;
+
+ protected:
+  RandomAccessFile(std::string name, uint64_t size)
+      : name_(std::move(name)), size_(size) {}
+
+  // Reads exactly [offset, offset + n), which lies inside the file.
+  virtual absl::Status ReadInside(uint64_t offset, char* out,
+                                  uint64_t n) const = 0;
+
+ private:
+  const std::string name_;
+  const uint64_t size_;
+};
+
+// True for names that OpenFile reads over HTTP.
+bool IsUrl(absl::string_view name);
+
+// Opens a local path or an http:// URL. NOT_FOUND for a missing file (or
+// HTTP 404), UNAVAILABLE for an unreachable host.
+absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenFile(
+    const std::string& name);
+absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenLocalFile(
+    const std::string& path);
+absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenHttpFile(
+    const std::string& url);
+
+// The status for a failed system call on `path` ("cannot WHAT PATH:
+// strerror"), from errno: NOT_FOUND for ENOENT, UNAVAILABLE otherwise.
+absl::Status FileError(absl::string_view what, const std::string& path);
+
+// The whole content of a local file or URL.
+absl::StatusOr<std::string> ReadWholeFile(const std::string& name);
+
+}  // namespace loader
+
+#endif  // SHARDPS_LOADER_RANDOM_ACCESS_FILE_H_

@@ -1,0 +1,110 @@
+// NginxServer: Debian's nginx serving a directory over HTTP on a free
+// loopback port, for tests of the loader's http:// reads. Stopped (and its
+// process reaped) on destruction.
+#ifndef SHARDPS_TESTS_NGINX_SERVER_H_
+#define SHARDPS_TESTS_NGINX_SERVER_H_
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "test_util.h"
+
+namespace testutil {
+
+constexpr char kNginx[] = "/usr/sbin/nginx";
+
+inline bool HaveNginx() { return ::access(kNginx, X_OK) == 0; }
+
+// A port nothing listens on right now (the kernel's pick for port 0).
+inline int FreeLoopbackPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+inline bool Connects(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(port);
+  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  ::close(fd);
+  return ok;
+}
+
+class NginxServer {
+ public:
+  // Serves `root`; check started() before use.
+  explicit NginxServer(const std::string& root) : port_(FreeLoopbackPort()) {
+    const std::string prefix = work_.path();
+    // As root the workers would drop to an unprivileged user that cannot
+    // read the test's private directories.
+    const std::string user = ::geteuid() == 0 ? "user root;\n" : "";
+    WriteFile(
+        prefix + "/nginx.conf",
+        absl::StrCat(user, "daemon off;\nworker_processes 1;\npid ", prefix,
+                     "/nginx.pid;\nerror_log ", prefix,
+                     "/error.log;\nevents { worker_connections 64; }\n"
+                     "http {\n  access_log off;\n  client_body_temp_path ",
+                     prefix, ";\n  proxy_temp_path ", prefix,
+                     ";\n  fastcgi_temp_path ", prefix, ";\n  uwsgi_temp_path ",
+                     prefix, ";\n  scgi_temp_path ", prefix,
+                     ";\n  server { listen 127.0.0.1:", port_, "; root ", root,
+                     "; }\n}\n"));
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::execl(kNginx, kNginx, "-p", prefix.c_str(), "-c",
+              (prefix + "/nginx.conf").c_str(), "-e",
+              (prefix + "/error.log").c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    const absl::Time deadline = absl::Now() + absl::Seconds(10);
+    while (absl::Now() < deadline && !Connects(port_)) {
+      if (::waitpid(pid_, nullptr, WNOHANG) == pid_) {
+        pid_ = -1;
+        break;
+      }
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    started_ = pid_ > 0 && Connects(port_);
+  }
+  ~NginxServer() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  NginxServer(const NginxServer&) = delete;
+  NginxServer& operator=(const NginxServer&) = delete;
+
+  bool started() const { return started_; }
+  std::string url() const { return absl::StrCat("http://127.0.0.1:", port_); }
+  std::string error_log() const {
+    return ReadFile(work_.path() + "/error.log");
+  }
+
+ private:
+  ScopedTempDir work_{"shardps-nginx"};
+  const int port_;
+  pid_t pid_ = -1;
+  bool started_ = false;
+};
+
+}  // namespace testutil
+
+#endif  // SHARDPS_TESTS_NGINX_SERVER_H_
