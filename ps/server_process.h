@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "ps/child_process.h"
 
 namespace ps {
 
@@ -23,6 +24,9 @@ struct ServerProcessOptions {
   std::string name = "server-0";  // names the files: NAME.port, NAME.log
   std::string host = "127.0.0.1";
   std::vector<std::string> extra_args;  // e.g. {"--job=j"}
+  // Runs the server through this command, e.g. {"/usr/bin/ip", "netns",
+  // "exec", "host-3"} to place it in a network namespace.
+  std::vector<std::string> command_prefix;
   absl::Duration start_timeout = absl::Seconds(20);
 };
 
@@ -38,12 +42,13 @@ class ServerProcess {
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;
   // Stops the server if it still runs (SIGTERM, then SIGKILL).
-  ~ServerProcess();
+  ~ServerProcess() = default;
 
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return process_->pid(); }
   int port() const { return port_; }
   std::string address() const;
-  const std::string& log_path() const { return log_path_; }
+  const std::string& log_path() const { return process_->log_path(); }
+  ChildProcess& process() { return *process_; }
 
   // SIGTERM, then waits up to `grace` before SIGKILL. Returns the exit
   // status: OK only for a clean exit with code 0.
@@ -53,13 +58,11 @@ class ServerProcess {
   void Kill();
 
  private:
-  ServerProcess(std::string host, std::string log_path)
-      : host_(std::move(host)), log_path_(std::move(log_path)) {}
-  absl::Status Reap(absl::Time deadline);
+  ServerProcess(std::string host, std::unique_ptr<ChildProcess> process)
+      : host_(std::move(host)), process_(std::move(process)) {}
 
   const std::string host_;
-  const std::string log_path_;
-  pid_t pid_ = -1;
+  const std::unique_ptr<ChildProcess> process_;
   int port_ = 0;
 };
 

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -62,10 +63,11 @@ std::string TrainSummary::ToJson() const {
       "\"samples_per_second\":%.1f,\"test_accuracy\":%.4f,"
       "\"first_epoch_loss\":%.4f,\"last_epoch_loss\":%.4f,\"steps\":%d,"
       "\"samples\":%d,\"read_seconds\":%.3f,\"compute_seconds\":%.3f,"
-      "\"pull_seconds\":%.3f,\"push_seconds\":%.3f}",
+      "\"pull_seconds\":%.3f,\"push_seconds\":%.3f,"
+      "\"emulated_compute_ms\":%.3f}",
       init_seconds, train_seconds, samples_per_second, test_accuracy,
       first_epoch_loss, last_epoch_loss, steps, samples, read_seconds,
-      compute_seconds, pull_seconds, push_seconds);
+      compute_seconds, pull_seconds, push_seconds, emulated_compute_ms);
 }
 
 absl::StatusOr<TrainSummary> Train(ps::Client& client,
@@ -142,12 +144,21 @@ absl::StatusOr<TrainSummary> Train(ps::Client& client,
   TrainSummary summary;
   const uint64_t steps_per_epoch =
       ((*batches)->partition_size() + options.batch - 1) / options.batch;
+  const uint64_t total_steps =
+      options.max_steps > 0
+          ? std::min<uint64_t>(options.max_steps,
+                               steps_per_epoch * options.epochs)
+          : steps_per_epoch * options.epochs;
+  const bool emulate = options.emulate_compute_ms > 0;
+  summary.emulated_compute_ms = emulate ? options.emulate_compute_ms : 0;
+  if (emulate) std::fill(grad.begin(), grad.end(), 0.0f);
   absl::Time train_start;
-  for (int epoch = 0; epoch < options.epochs; ++epoch) {
+  for (int epoch = 0; epoch < options.epochs && summary.steps < total_steps;
+       ++epoch) {
     if (absl::Status s = (*batches)->StartEpoch(epoch); !s.ok()) return s;
     double loss_sum = 0;
     uint64_t epoch_steps = 0;
-    while (true) {
+    while (summary.steps < total_steps) {
       const absl::Time t0 = absl::Now();
       absl::StatusOr<const loader::Batch*> batch = (*batches)->Next();
       if (!batch.ok()) return batch.status();
@@ -163,9 +174,14 @@ absl::StatusOr<TrainSummary> Train(ps::Client& client,
         return s;
       }
       const absl::Time t2 = absl::Now();
-      const float loss = mlp.TrainStep(params.data(), (*batch)->features.data(),
-                                       (*batch)->labels.data(), (*batch)->size,
-                                       grad.data(), &ws);
+      float loss = 0;
+      if (emulate) {
+        absl::SleepFor(absl::Milliseconds(options.emulate_compute_ms));
+      } else {
+        loss = mlp.TrainStep(params.data(), (*batch)->features.data(),
+                             (*batch)->labels.data(), (*batch)->size,
+                             grad.data(), &ws);
+      }
       const absl::Time t3 = absl::Now();
       if (absl::Status s =
               client.Push(options.table, 0, p, grad.data(), summary.steps);
@@ -190,8 +206,7 @@ absl::StatusOr<TrainSummary> Train(ps::Client& client,
         const double elapsed = Seconds(absl::Now() - train_start);
         const double rate = summary.samples / std::max(elapsed, 1e-9);
         const double left_steps =
-            static_cast<double>(steps_per_epoch) * options.epochs -
-            summary.steps;
+            static_cast<double>(total_steps - summary.steps);
         absl::FPrintF(stderr,
                       "worker %d: epoch %d step %d loss %.4f %.0f samples/s "
                       "ETA %.0f s\n",

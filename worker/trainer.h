@@ -30,6 +30,12 @@ struct TrainerOptions {
   std::string run_dir;
   std::string table = "model";
   int progress_every = 100;  // steps between progress lines
+  uint64_t max_steps = 0;    // stop after this many steps; 0: run all epochs
+  // EMULATION for cluster experiments with more workers than cores: when
+  // > 0, each step's forward/backward is replaced by a wait of this many
+  // milliseconds and a zero gradient is pushed. Pulls and pushes still move
+  // every parameter byte; the summary records that this was used.
+  double emulate_compute_ms = 0;
   // How long ranks other than 0 wait for rank 0 to create the table.
   absl::Duration table_timeout = absl::Seconds(120);
 };
@@ -45,6 +51,7 @@ struct TrainSummary {
   uint64_t samples = 0;
   double read_seconds = 0, compute_seconds = 0, pull_seconds = 0,
          push_seconds = 0;
+  double emulated_compute_ms = 0;  // 0 unless compute was emulated
 
   std::string ToJson() const;
 };

@@ -48,6 +48,13 @@ ABSL_FLAG(double, ready_timeout_s, 60,
           "How long to wait for every server to be ready.");
 ABSL_FLAG(int, blas_threads, 1, "OpenBLAS threads for the model.");
 ABSL_FLAG(int, progress_every, 100, "Steps between progress lines.");
+ABSL_FLAG(uint64_t, max_steps, 0,
+          "Stop after this many steps (0: run all --epochs).");
+ABSL_FLAG(double, emulate_compute_ms, 0,
+          "EMULATION for cluster experiments: replace each step's "
+          "forward/backward with a wait of this many ms and push a zero "
+          "gradient (pulls and pushes still move every parameter). 0: real "
+          "compute. Recorded in the summary.");
 ABSL_FLAG(double, table_timeout_s, 120,
           "Ranks > 0: how long to wait for rank 0 to create the model table.");
 
@@ -114,6 +121,18 @@ int main(int argc, char** argv) {
   to.run_dir = run_dir;
   to.progress_every = absl::GetFlag(FLAGS_progress_every);
   to.table_timeout = absl::Seconds(absl::GetFlag(FLAGS_table_timeout_s));
+  to.max_steps = absl::GetFlag(FLAGS_max_steps);
+  to.emulate_compute_ms = absl::GetFlag(FLAGS_emulate_compute_ms);
+  if (to.emulate_compute_ms < 0) {
+    return Fail(absl::InvalidArgumentError(
+        "--emulate_compute_ms must be >= 0 (0: real compute)"));
+  }
+  if (to.emulate_compute_ms > 0) {
+    absl::FPrintF(stderr,
+                  "shardps-worker: EMULATED compute: each step waits %.1f ms "
+                  "instead of forward/backward\n",
+                  to.emulate_compute_ms);
+  }
   absl::StatusOr<worker::TrainSummary> summary =
       worker::Train(**client, to, start);
   if (!summary.ok()) return Fail(summary.status());
