@@ -57,22 +57,9 @@ absl::StatusOr<double> TestAccuracy(const model::Mlp& mlp, const float* params,
 
 }  // namespace
 
-std::string TrainSummary::ToJson() const {
-  return absl::StrFormat(
-      "{\"init_seconds\":%.3f,\"train_seconds\":%.3f,"
-      "\"samples_per_second\":%.1f,\"test_accuracy\":%.4f,"
-      "\"first_epoch_loss\":%.4f,\"last_epoch_loss\":%.4f,\"steps\":%d,"
-      "\"samples\":%d,\"read_seconds\":%.3f,\"compute_seconds\":%.3f,"
-      "\"pull_seconds\":%.3f,\"push_seconds\":%.3f,"
-      "\"emulated_compute_ms\":%.3f}",
-      init_seconds, train_seconds, samples_per_second, test_accuracy,
-      first_epoch_loss, last_epoch_loss, steps, samples, read_seconds,
-      compute_seconds, pull_seconds, push_seconds, emulated_compute_ms);
-}
-
-absl::StatusOr<TrainSummary> Train(ps::Client& client,
-                                   const TrainerOptions& options,
-                                   absl::Time process_start) {
+absl::StatusOr<shardps::WorkerSummary> Train(ps::Client& client,
+                                             const TrainerOptions& options,
+                                             absl::Time process_start) {
   absl::StatusOr<model::MlpSpec> spec = model::ParseModelSpec(options.model);
   if (!spec.ok()) return spec.status();
   const model::Mlp mlp(*std::move(spec));
@@ -141,7 +128,12 @@ absl::StatusOr<TrainSummary> Train(ps::Client& client,
   const uint64_t p = mlp.num_params();
   std::vector<float> params(p), grad(p);
   model::Mlp::Workspace ws = mlp.MakeWorkspace(std::max(options.batch, 1000));
-  TrainSummary summary;
+  shardps::WorkerSummary summary;
+  summary.set_rank(options.rank);
+  summary.set_world(options.world);
+  summary.set_loader(options.loader);
+  summary.set_partition_records((*batches)->partition_size());
+  summary.set_test_accuracy(-1);
   const uint64_t steps_per_epoch =
       ((*batches)->partition_size() + options.batch - 1) / options.batch;
   const uint64_t total_steps =
@@ -150,26 +142,26 @@ absl::StatusOr<TrainSummary> Train(ps::Client& client,
                                steps_per_epoch * options.epochs)
           : steps_per_epoch * options.epochs;
   const bool emulate = options.emulate_compute_ms > 0;
-  summary.emulated_compute_ms = emulate ? options.emulate_compute_ms : 0;
+  summary.set_emulated_compute_ms(emulate ? options.emulate_compute_ms : 0);
   if (emulate) std::fill(grad.begin(), grad.end(), 0.0f);
   absl::Time train_start;
-  for (int epoch = 0; epoch < options.epochs && summary.steps < total_steps;
+  for (int epoch = 0; epoch < options.epochs && summary.steps() < total_steps;
        ++epoch) {
     if (absl::Status s = (*batches)->StartEpoch(epoch); !s.ok()) return s;
     double loss_sum = 0;
     uint64_t epoch_steps = 0;
-    while (summary.steps < total_steps) {
+    while (summary.steps() < total_steps) {
       const absl::Time t0 = absl::Now();
       absl::StatusOr<const loader::Batch*> batch = (*batches)->Next();
       if (!batch.ok()) return batch.status();
       if (*batch == nullptr) break;
-      if (summary.steps == 0) {
+      if (summary.steps() == 0) {
         train_start = absl::Now();
-        summary.init_seconds = Seconds(train_start - process_start);
+        summary.set_init_seconds(Seconds(train_start - process_start));
       }
       const absl::Time t1 = absl::Now();
       if (absl::Status s =
-              client.Pull(options.table, 0, p, params.data(), summary.steps);
+              client.Pull(options.table, 0, p, params.data(), summary.steps());
           !s.ok()) {
         return s;
       }
@@ -184,39 +176,39 @@ absl::StatusOr<TrainSummary> Train(ps::Client& client,
       }
       const absl::Time t3 = absl::Now();
       if (absl::Status s =
-              client.Push(options.table, 0, p, grad.data(), summary.steps);
+              client.Push(options.table, 0, p, grad.data(), summary.steps());
           !s.ok()) {
         return s;
       }
       const absl::Time t4 = absl::Now();
-      summary.read_seconds += Seconds(t1 - t0);
-      summary.pull_seconds += Seconds(t2 - t1);
-      summary.compute_seconds += Seconds(t3 - t2);
-      summary.push_seconds += Seconds(t4 - t3);
+      summary.set_read_seconds(summary.read_seconds() + Seconds(t1 - t0));
+      summary.set_pull_seconds(summary.pull_seconds() + Seconds(t2 - t1));
+      summary.set_compute_seconds(summary.compute_seconds() + Seconds(t3 - t2));
+      summary.set_push_seconds(summary.push_seconds() + Seconds(t4 - t3));
       metrics << absl::StrFormat(
-          "%d,%d,%d,%.5f,%.3f,%.3f,%.3f,%.3f\n", epoch, summary.steps,
+          "%d,%d,%d,%.5f,%.3f,%.3f,%.3f,%.3f\n", epoch, summary.steps(),
           (*batch)->size, loss, 1e3 * Seconds(t1 - t0), 1e3 * Seconds(t3 - t2),
           1e3 * Seconds(t2 - t1), 1e3 * Seconds(t4 - t3));
       loss_sum += loss;
       ++epoch_steps;
-      ++summary.steps;
-      summary.samples += (*batch)->size;
+      summary.set_steps(summary.steps() + 1);
+      summary.set_samples(summary.samples() + (*batch)->size);
       if (options.progress_every > 0 &&
-          summary.steps % options.progress_every == 0) {
+          summary.steps() % options.progress_every == 0) {
         const double elapsed = Seconds(absl::Now() - train_start);
-        const double rate = summary.samples / std::max(elapsed, 1e-9);
+        const double rate = summary.samples() / std::max(elapsed, 1e-9);
         const double left_steps =
-            static_cast<double>(total_steps - summary.steps);
+            static_cast<double>(total_steps - summary.steps());
         absl::FPrintF(stderr,
                       "worker %d: epoch %d step %d loss %.4f %.0f samples/s "
                       "ETA %.0f s\n",
-                      options.rank, epoch, summary.steps, loss, rate,
+                      options.rank, epoch, summary.steps(), loss, rate,
                       left_steps * options.batch / std::max(rate, 1e-9));
       }
     }
     const double mean = epoch_steps ? loss_sum / epoch_steps : 0;
-    if (epoch == 0) summary.first_epoch_loss = mean;
-    summary.last_epoch_loss = mean;
+    if (epoch == 0) summary.set_first_epoch_loss(mean);
+    summary.set_last_epoch_loss(mean);
     if (test != nullptr) {
       if (absl::Status s = client.Pull(options.table, 0, p, params.data());
           !s.ok()) {
@@ -224,7 +216,7 @@ absl::StatusOr<TrainSummary> Train(ps::Client& client,
       }
       absl::StatusOr<double> acc = TestAccuracy(mlp, params.data(), *test, &ws);
       if (!acc.ok()) return acc.status();
-      summary.test_accuracy = *acc;
+      summary.set_test_accuracy(*acc);
       absl::FPrintF(stderr,
                     "worker %d: epoch %d done, mean loss %.4f, test accuracy "
                     "%.4f\n",
@@ -234,10 +226,11 @@ absl::StatusOr<TrainSummary> Train(ps::Client& client,
                     options.rank, epoch, mean);
     }
   }
-  summary.train_seconds =
-      summary.steps ? Seconds(absl::Now() - train_start) : 0;
-  summary.samples_per_second =
-      summary.train_seconds > 0 ? summary.samples / summary.train_seconds : 0;
+  summary.set_train_seconds(summary.steps() ? Seconds(absl::Now() - train_start)
+                                            : 0);
+  summary.set_samples_per_second(
+      summary.train_seconds() > 0 ? summary.samples() / summary.train_seconds()
+                                  : 0);
   metrics.close();
   return summary;
 }

@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "proto/summary.pb.h"
 #include "ps/client.h"
 
 namespace worker {
@@ -40,25 +41,10 @@ struct TrainerOptions {
   absl::Duration table_timeout = absl::Seconds(120);
 };
 
-struct TrainSummary {
-  double init_seconds = 0;  // process start to the first step
-  double train_seconds = 0;
-  double samples_per_second = 0;
-  double test_accuracy = -1;  // -1 without a test set or off rank 0
-  double first_epoch_loss = 0;
-  double last_epoch_loss = 0;
-  uint64_t steps = 0;
-  uint64_t samples = 0;
-  double read_seconds = 0, compute_seconds = 0, pull_seconds = 0,
-         push_seconds = 0;
-  double emulated_compute_ms = 0;  // 0 unless compute was emulated
-
-  std::string ToJson() const;
-};
-
-absl::StatusOr<TrainSummary> Train(ps::Client& client,
-                                   const TrainerOptions& options,
-                                   absl::Time process_start);
+// Trains and returns this worker's summary (proto/summary.proto).
+absl::StatusOr<shardps::WorkerSummary> Train(ps::Client& client,
+                                             const TrainerOptions& options,
+                                             absl::Time process_start);
 
 }  // namespace worker
 

@@ -16,6 +16,7 @@
 #include "ps/program.h"
 #include "ps/server_addrs.h"
 #include "worker/cluster_env.h"
+#include "worker/json_file.h"
 #include "worker/trainer.h"
 
 ABSL_FLAG(std::string, server_addrs, "",
@@ -133,15 +134,15 @@ int main(int argc, char** argv) {
                   "instead of forward/backward\n",
                   to.emulate_compute_ms);
   }
-  absl::StatusOr<worker::TrainSummary> summary =
+  absl::StatusOr<shardps::WorkerSummary> summary =
       worker::Train(**client, to, start);
   if (!summary.ok()) return Fail(summary.status());
   const std::string path =
       absl::StrCat(run_dir, "/summary-", rw->rank, ".json");
-  std::ofstream out(path, std::ios::trunc);
-  out << summary->ToJson() << "\n";
-  out.close();
-  if (!out) return Fail(absl::UnavailableError("cannot write " + path));
-  absl::FPrintF(stderr, "shardps-worker: done: %s\n", summary->ToJson());
+  if (absl::Status s = worker::WriteJsonFile(*summary, path); !s.ok()) {
+    return Fail(s);
+  }
+  absl::FPrintF(stderr, "shardps-worker: done: %s\n",
+                worker::ToJson(*summary).value_or("{}"));
   return 0;
 }
