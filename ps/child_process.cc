@@ -80,6 +80,7 @@ absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Start(
         absl::StrCat("fork: ", std::strerror(errno)));
   }
   child->pid_ = pid;
+  child->last_pid_ = pid;
   return child;
 }
 

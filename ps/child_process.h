@@ -39,7 +39,8 @@ class ChildProcess {
   ~ChildProcess();
 
   const std::string& name() const { return name_; }
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return pid_; }  // -1 once ended
+  pid_t last_pid() const { return last_pid_; }  // also after the end
   const std::string& log_path() const { return log_path_; }
   bool running() const { return pid_ > 0; }
 
@@ -66,6 +67,7 @@ class ChildProcess {
   const std::string name_;
   const std::string log_path_;
   pid_t pid_ = -1;
+  pid_t last_pid_ = -1;
   absl::Status exit_status_;
   double cpu_seconds_ = 0;
 };

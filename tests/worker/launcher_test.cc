@@ -1,0 +1,189 @@
+// shardps-launch on this host: a complete run's summary, and that every
+// failure (a worker that fails, servers that never become healthy, Ctrl-C)
+// stops every process, exits non-zero and still records what happened.
+#include "worker/launcher.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "nginx_server.h"
+#include "ps/child_process.h"
+#include "ps/server_process.h"
+#include "test_util.h"
+#include "worker/json_file.h"
+
+namespace worker {
+namespace {
+
+bool Alive(pid_t pid) {
+  return pid > 0 && (kill(pid, 0) == 0 || errno != ESRCH);
+}
+
+class LauncherTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(std::system(absl::StrCat(ps::SiblingBinary("shardps-data"),
+                                       " synthetic --out ", dir_,
+                                       "/data --samples 3000 --features 16"
+                                       " --classes 3 --shards 2 2>/dev/null")
+                              .c_str()),
+              0);
+  }
+
+  // Runs shardps-launch to the end; its exit status.
+  absl::Status Launch(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {ps::SiblingBinary("shardps-launch")};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto p =
+        ps::ChildProcess::Start("shardps-launch", argv, dir_ + "/launch.log");
+    EXPECT_TRUE(p.ok()) << p.status();
+    return (*p)->Wait(absl::Now() + absl::Seconds(120));
+  }
+
+  shardps::RunSummary Summary(const std::string& run) {
+    shardps::RunSummary s;
+    absl::Status status = ReadJsonFile(run + "/summary.json", &s);
+    EXPECT_TRUE(status.ok()) << status;
+    return s;
+  }
+
+  void ExpectNoProcessLeft(const shardps::RunSummary& s) {
+    EXPECT_FALSE(s.processes().empty());
+    for (const shardps::ProcessRecord& p : s.processes()) {
+      EXPECT_GT(p.pid(), 0) << p.name();
+      EXPECT_FALSE(Alive(p.pid()))
+          << p.name() << " (pid " << p.pid() << ") outlived the launcher";
+    }
+  }
+
+  testutil::ScopedTempDir tmp_{"shardps-launch"};
+  const std::string dir_ = tmp_.path();
+};
+
+TEST_F(LauncherTest, LocalRunWritesACompleteSummary) {
+  const std::string run = dir_ + "/run";
+  absl::Status s = Launch({"--servers=2", "--workers=3", "--loader=sequential",
+                           "--run_dir=" + run, "--data=" + dir_ + "/data", "--",
+                           "--model=mlp:16-8-3", "--batch=32", "--epochs=2"});
+  ASSERT_TRUE(s.ok()) << s << testutil::ReadFile(dir_ + "/launch.log");
+  const shardps::RunSummary sum = Summary(run);
+  EXPECT_TRUE(sum.ok()) << sum.error();
+  EXPECT_EQ(sum.cluster(), "local");
+  EXPECT_EQ(sum.servers(), 2);
+  EXPECT_EQ(sum.workers(), 3);
+  EXPECT_EQ(sum.loader(), "sequential");
+  ASSERT_EQ(sum.per_worker_size(), 3);
+  double max_init = 0;
+  uint32_t samples = 0;
+  for (int r = 0; r < 3; ++r) {
+    const shardps::WorkerSummary& w = sum.per_worker(r);
+    EXPECT_EQ(w.rank(), r);
+    EXPECT_EQ(w.world(), 3);
+    EXPECT_EQ(w.loader(), "sequential");     // the launcher's switch reached it
+    EXPECT_EQ(w.partition_records(), 900u);  // 2700 training samples / 3
+    EXPECT_EQ(w.samples(), 2 * 900u);
+    EXPECT_GT(w.pull_seconds(), 0);
+    max_init = std::max(max_init, w.init_seconds());
+    samples += w.samples();
+  }
+  EXPECT_DOUBLE_EQ(sum.init_seconds(), max_init);
+  EXPECT_NEAR(sum.samples_per_second(), samples / sum.train_seconds(), 1e-6);
+  EXPECT_NEAR(sum.epoch_seconds(), 2700 / sum.samples_per_second(), 1e-6);
+  EXPECT_GT(sum.test_accuracy(), 1.0 / 3);
+  EXPECT_GT(sum.cpu_seconds(), 0);
+  ASSERT_EQ(sum.processes_size(), 5);
+  for (const shardps::ProcessRecord& p : sum.processes()) {
+    EXPECT_EQ(p.status(), "ok") << p.name();
+    EXPECT_FALSE(testutil::ReadFile(p.log()).empty()) << p.log();
+  }
+  EXPECT_EQ(sum.worker_args(0), "--model=mlp:16-8-3");
+  ExpectNoProcessLeft(sum);
+}
+
+TEST_F(LauncherTest, FailingWorkerStopsEverythingAndExitsNonZero) {
+  const std::string run = dir_ + "/run";
+  // 16 features in the data, 5 in the model: every worker refuses to start.
+  absl::Status s =
+      Launch({"--servers=2", "--workers=2", "--run_dir=" + run,
+              "--data=" + dir_ + "/data", "--", "--model=mlp:5-3"});
+  EXPECT_FALSE(s.ok());
+  const shardps::RunSummary sum = Summary(run);
+  EXPECT_FALSE(sum.ok());
+  EXPECT_NE(sum.error().find("worker-"), std::string::npos) << sum.error();
+  EXPECT_NE(sum.error().find("takes 5 features"), std::string::npos)
+      << sum.error();
+  ExpectNoProcessLeft(sum);
+  EXPECT_NE(testutil::ReadFile(dir_ + "/launch.log").find("FAILED"),
+            std::string::npos);
+}
+
+TEST_F(LauncherTest, UnhealthyServersHitTheDeadlineWithAClearMessage) {
+  // A "server" that reports a port nothing listens on, then idles.
+  const std::string fake = dir_ + "/fake-server.sh";
+  testutil::WriteFile(fake,
+                      absl::StrCat("#!/bin/sh\nfor a in \"$@\"; do case $a in "
+                                   "--port_file=*) echo ",
+                                   testutil::FreeLoopbackPort(),
+                                   " > ${a#*=} ;; esac; done\n"
+                                   "exec sleep 600\n"));
+  ASSERT_EQ(chmod(fake.c_str(), 0755), 0);
+  LaunchOptions o;
+  o.run_dir = dir_ + "/run";
+  o.server_binary = fake;
+  o.worker_binary = ps::SiblingBinary("shardps-worker");
+  o.server_hosts.resize(1);
+  o.worker_hosts.resize(1);
+  o.ready_timeout = absl::Seconds(2);
+  const absl::Time start = absl::Now();
+  absl::StatusOr<shardps::RunSummary> sum =
+      worker::Launch(o, [](absl::Duration d) {
+        absl::SleepFor(d);
+        return false;
+      });
+  ASSERT_TRUE(sum.ok()) << sum.status();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(20));
+  EXPECT_FALSE(sum->ok());
+  EXPECT_NE(sum->error().find("servers not healthy within 2s"),
+            std::string::npos)
+      << sum->error();
+  ExpectNoProcessLeft(*sum);
+}
+
+TEST_F(LauncherTest, StopSignalEndsTheRunWithoutOrphans) {
+  const std::string run = dir_ + "/run";
+  auto p = ps::ChildProcess::Start(
+      "shardps-launch",
+      {ps::SiblingBinary("shardps-launch"), "--servers=1", "--workers=2",
+       "--run_dir=" + run, "--data=" + dir_ + "/data", "--",
+       "--model=mlp:16-8-3", "--epochs=1000", "--batch=8"},
+      dir_ + "/launch.log");
+  ASSERT_TRUE(p.ok()) << p.status();
+  // Stop it once both workers are training.
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  while (absl::Now() < deadline &&
+         (testutil::ReadFile(run + "/metrics-0.csv").size() < 200 ||
+          testutil::ReadFile(run + "/metrics-1.csv").size() < 200)) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  kill((*p)->pid(), SIGINT);
+  absl::Status s = (*p)->Wait(absl::Now() + absl::Seconds(30));
+  EXPECT_FALSE(s.ok());
+  EXPECT_FALSE(absl::IsDeadlineExceeded(s)) << "the launcher did not stop";
+  const shardps::RunSummary sum = Summary(run);
+  EXPECT_FALSE(sum.ok());
+  EXPECT_NE(sum.error().find("stopped by a signal"), std::string::npos)
+      << sum.error();
+  ExpectNoProcessLeft(sum);
+}
+
+}  // namespace
+}  // namespace worker

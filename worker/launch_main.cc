@@ -1,0 +1,175 @@
+// shardps-launch: one training run on this machine, S servers and N workers,
+// either as plain local processes or on an emulated cluster (network
+// namespaces with capped links and an HTTP storage host; needs root).
+//   shardps-launch --servers=4 --workers=8 --loader=parallel --run_dir=RUN
+//       --data=DATA [--cluster=emulated] -- --epochs=1 --batch=64
+// Writes RUN/summary.json and every process's log into RUN; exits non-zero
+// if any process failed. Ctrl-C stops everything (and tears the emulated
+// cluster down).
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "ps/program.h"
+#include "ps/server_process.h"
+#include "worker/emulated_cluster.h"
+#include "worker/json_file.h"
+#include "worker/launcher.h"
+
+ABSL_FLAG(int, servers, 1, "Parameter servers (1 is the baseline).");
+ABSL_FLAG(int, workers, 1, "Workers.");
+ABSL_FLAG(std::string, loader, "parallel",
+          "parallel (the fix) or sequential (the baseline).");
+ABSL_FLAG(std::string, run_dir, "", "Run directory (required).");
+ABSL_FLAG(std::string, data, "",
+          "Data directory (shardps-data output) given to every worker as "
+          "--data; on the emulated cluster it is served by the storage "
+          "host over HTTP.");
+ABSL_FLAG(std::string, cluster, "local",
+          "local (processes on this host, loopback) or emulated (one "
+          "network namespace per process, capped links; needs root).");
+ABSL_FLAG(std::string, job, "launch", "Job id for servers and workers.");
+ABSL_FLAG(double, ready_timeout_s, 60,
+          "Deadline for every server to start and pass its health check.");
+ABSL_FLAG(double, progress_s, 1, "Seconds between progress updates.");
+ABSL_FLAG(std::string, server_link, "200mbit",
+          "Emulated: each server host's link rate, each direction (tc rate).");
+ABSL_FLAG(std::string, worker_link, "1gbit",
+          "Emulated: each worker host's link rate, each direction.");
+ABSL_FLAG(std::string, storage_link, "400mbit",
+          "Emulated: the storage host's link rate, each direction.");
+ABSL_FLAG(std::string, subnet, "10.213",
+          "Emulated: the /16 (first two octets) used inside the namespaces.");
+
+namespace {
+
+int Fail(const absl::Status& s) {
+  absl::FPrintF(stderr, "shardps-launch: %s\n", s.ToString());
+  return 1;
+}
+
+std::string Absolute(const std::string& path) {
+  char resolved[PATH_MAX];
+  return realpath(path.c_str(), resolved) != nullptr ? resolved : path;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<char*> rest = ps::InitProgram(
+      argc, argv,
+      "runs S servers and N workers and writes RUN_DIR/summary.json.\n"
+      "  shardps-launch --servers=4 --workers=8 --loader=parallel "
+      "--run_dir=RUN --data=DATA [--cluster=emulated] -- <worker flags>");
+  // Stop signals are taken in the monitoring loop, so that every child is
+  // stopped and the cluster torn down before exit. Blocked before any
+  // thread exists so that all inherit the mask.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stop_signals, sig);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  worker::StopWait wait_for_stop = [&stop_signals](absl::Duration d) {
+    const timespec ts = absl::ToTimespec(d);
+    return sigtimedwait(&stop_signals, nullptr, &ts) > 0;
+  };
+
+  worker::LaunchOptions o;
+  o.servers = absl::GetFlag(FLAGS_servers);
+  o.workers = absl::GetFlag(FLAGS_workers);
+  o.loader = absl::GetFlag(FLAGS_loader);
+  o.run_dir = absl::GetFlag(FLAGS_run_dir);
+  o.job = absl::GetFlag(FLAGS_job);
+  o.cluster = absl::GetFlag(FLAGS_cluster);
+  o.ready_timeout = absl::Seconds(absl::GetFlag(FLAGS_ready_timeout_s));
+  o.progress_every = absl::Seconds(absl::GetFlag(FLAGS_progress_s));
+  o.server_binary = ps::SiblingBinary("shardps-server");
+  o.worker_binary = ps::SiblingBinary("shardps-worker");
+  for (size_t i = 1; i < rest.size(); ++i) o.worker_args.push_back(rest[i]);
+  if (o.run_dir.empty()) {
+    return Fail(absl::InvalidArgumentError("--run_dir is required"));
+  }
+  if (o.servers < 1 || o.workers < 1 || o.servers > 250 || o.workers > 250) {
+    return Fail(absl::InvalidArgumentError(
+        "--servers and --workers must be in [1, 250]"));
+  }
+  if (::mkdir(o.run_dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return Fail(absl::UnavailableError(
+        absl::StrCat("cannot create --run_dir=", o.run_dir)));
+  }
+  o.run_dir = Absolute(o.run_dir);
+  const std::string data = absl::GetFlag(FLAGS_data);
+
+  // Declared before the gRPC runtime so that it is torn down after it.
+  std::unique_ptr<worker::EmulatedCluster> cluster;
+  if (o.cluster == "local") {
+    o.server_hosts.resize(o.servers);
+    o.worker_hosts.resize(o.workers);
+    o.data = data;
+  } else if (o.cluster == "emulated") {
+    if (data.empty()) {
+      return Fail(absl::InvalidArgumentError(
+          "--cluster=emulated needs --data (served by the storage host)"));
+    }
+    worker::EmulatedClusterOptions co;
+    co.name = absl::StrCat("sps", getpid());
+    co.servers = o.servers;
+    co.workers = o.workers;
+    co.server_link = absl::GetFlag(FLAGS_server_link);
+    co.worker_link = absl::GetFlag(FLAGS_worker_link);
+    co.storage_link = absl::GetFlag(FLAGS_storage_link);
+    co.subnet = absl::GetFlag(FLAGS_subnet);
+    co.data_root = Absolute(data);
+    co.log_path = o.run_dir + "/emucluster.log";
+    absl::StatusOr<std::unique_ptr<worker::EmulatedCluster>> c =
+        worker::EmulatedCluster::Create(co);
+    if (!c.ok()) return Fail(c.status());
+    cluster = *std::move(c);
+    for (int i = 0; i < o.servers; ++i) {
+      o.server_hosts.push_back(cluster->server(i));
+    }
+    for (int i = 0; i < o.workers; ++i) {
+      o.worker_hosts.push_back(cluster->worker(i));
+    }
+    o.data = cluster->StorageUrl("");
+    o.links = {{"server", co.server_link},
+               {"worker", co.worker_link},
+               {"storage", co.storage_link}};
+    if (absl::Status s = cluster->EnterControlHost(); !s.ok()) return Fail(s);
+  } else {
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("--cluster=", o.cluster, " is not local or emulated")));
+  }
+
+  std::optional<ps::GrpcRuntime> grpc_runtime;
+  grpc_runtime.emplace();
+  absl::StatusOr<shardps::RunSummary> summary =
+      worker::Launch(o, wait_for_stop);
+  grpc_runtime.reset();
+  if (cluster != nullptr) {
+    if (absl::Status s = cluster->TearDown(); !s.ok()) {
+      absl::FPrintF(stderr, "shardps-launch: teardown: %s\n", s.ToString());
+    }
+  }
+  if (!summary.ok()) return Fail(summary.status());
+  absl::FPrintF(
+      stderr,
+      "shardps-launch: %s: servers %d workers %d loader %s | init %.2f s | "
+      "train %.2f s | %.0f samples/s | epoch %.2f s | test accuracy %.4f | "
+      "CPU %.0f%% | %s/summary.json\n",
+      summary->ok() ? "done" : "FAILED", summary->servers(), summary->workers(),
+      summary->loader(), summary->init_seconds(), summary->train_seconds(),
+      summary->samples_per_second(), summary->epoch_seconds(),
+      summary->test_accuracy(), 100 * summary->cpu_utilisation(), o.run_dir);
+  if (!summary->ok()) return Fail(absl::InternalError(summary->error()));
+  return 0;
+}

@@ -1,0 +1,300 @@
+#include "worker/launcher.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "ps/child_process.h"
+#include "ps/client.h"
+#include "ps/server_process.h"
+#include "worker/json_file.h"
+
+namespace worker {
+namespace {
+
+// Busy and total jiffies of the whole machine (/proc/stat's first line).
+struct CpuTimes {
+  double busy = 0;
+  double total = 0;
+};
+
+CpuTimes ReadCpuTimes() {
+  std::ifstream in("/proc/stat");
+  std::string line;
+  std::getline(in, line);
+  std::vector<std::string> f = absl::StrSplit(line, ' ', absl::SkipEmpty());
+  CpuTimes t;
+  for (size_t i = 1; i < f.size() && i <= 8; ++i) {
+    const double v = std::strtod(f[i].c_str(), nullptr);
+    t.total += v;
+    if (i != 4 && i != 5) t.busy += v;  // idle and iowait are not busy
+  }
+  return t;
+}
+
+// Steps a worker has logged: lines of its metrics file after the header.
+int64_t StepsLogged(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return 0;
+  const int64_t lines = std::count(std::istreambuf_iterator<char>(in),
+                                   std::istreambuf_iterator<char>(), '\n');
+  return std::max<int64_t>(0, lines - 1);
+}
+
+class Run {
+ public:
+  Run(const LaunchOptions& options, const StopWait& wait_for_stop)
+      : o_(options), wait_for_stop_(wait_for_stop) {}
+
+  shardps::RunSummary Execute() {
+    const absl::Time start = absl::Now();
+    const CpuTimes cpu0 = ReadCpuTimes();
+    absl::Status status = StartAndMonitor();
+    if (tty_progress_ && progress_shown_) std::fputs("\n", stderr);
+    // Workers first, so none sees its servers vanish; then the servers.
+    for (auto& w : workers_) {
+      if (w->running()) w->Stop(absl::Seconds(5)).IgnoreError();
+    }
+    for (auto& s : servers_) {
+      absl::Status stopped = s->Stop(absl::Seconds(10));
+      if (status.ok() && !stopped.ok()) status = stopped;
+    }
+    const CpuTimes cpu1 = ReadCpuTimes();
+    summary_.set_wall_seconds(absl::ToDoubleSeconds(absl::Now() - start));
+    const double total = cpu1.total - cpu0.total;
+    summary_.set_cpu_utilisation(total > 0 ? (cpu1.busy - cpu0.busy) / total
+                                           : 0);
+    summary_.set_ok(status.ok());
+    if (!status.ok()) summary_.set_error(std::string(status.message()));
+    Record();
+    return summary_;
+  }
+
+ private:
+  absl::Status StartAndMonitor() {
+    std::vector<std::string> addrs;
+    for (int i = 0; i < o_.servers; ++i) {
+      ps::ServerProcessOptions so;
+      so.binary = o_.server_binary;
+      so.run_dir = o_.run_dir;
+      so.name = absl::StrCat("server-", i);
+      so.host = o_.server_hosts[i].address;
+      so.command_prefix = o_.server_hosts[i].command_prefix;
+      so.extra_args = {absl::StrCat("--job=", o_.job)};
+      so.extra_args.insert(so.extra_args.end(), o_.server_args.begin(),
+                           o_.server_args.end());
+      so.start_timeout = o_.ready_timeout;
+      absl::StatusOr<std::unique_ptr<ps::ServerProcess>> server =
+          ps::ServerProcess::Spawn(so);
+      if (!server.ok()) {
+        return absl::Status(server.status().code(),
+                            absl::StrCat("server-", i, " did not start: ",
+                                         server.status().message()));
+      }
+      addrs.push_back((*server)->address());
+      servers_.push_back(*std::move(server));
+    }
+    if (absl::Status s = WaitHealthy(addrs); !s.ok()) return s;
+    Progress("servers healthy");
+
+    for (int r = 0; r < o_.workers; ++r) {
+      std::vector<std::string> argv = o_.worker_hosts[r].command_prefix;
+      argv.push_back(o_.worker_binary);
+      argv.insert(argv.end(), o_.worker_args.begin(), o_.worker_args.end());
+      argv.insert(
+          argv.end(),
+          {absl::StrCat("--server_addrs=", absl::StrJoin(addrs, ",")),
+           absl::StrCat("--rank=", r), absl::StrCat("--world=", o_.workers),
+           absl::StrCat("--loader=", o_.loader),
+           absl::StrCat("--run_dir=", o_.run_dir),
+           absl::StrCat("--job=", o_.job)});
+      if (!o_.data.empty()) argv.push_back(absl::StrCat("--data=", o_.data));
+      absl::StatusOr<std::unique_ptr<ps::ChildProcess>> w =
+          ps::ChildProcess::Start(
+              absl::StrCat("worker-", r), argv,
+              absl::StrCat(o_.run_dir, "/worker-", r, ".log"));
+      if (!w.ok()) return w.status();
+      workers_.push_back(*std::move(w));
+    }
+    return Monitor();
+  }
+
+  absl::Status WaitHealthy(const std::vector<std::string>& addrs) {
+    ps::ClientOptions co;
+    co.server_addrs = addrs;
+    co.job = o_.job;
+    absl::StatusOr<std::unique_ptr<ps::Client>> client =
+        ps::Client::Connect(co);
+    if (!client.ok()) return client.status();
+    absl::Status s = (*client)->WaitReady(o_.ready_timeout);
+    if (!s.ok()) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "servers not healthy within ", absl::FormatDuration(o_.ready_timeout),
+          " (--ready_timeout_s): ", s.message()));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Monitor() {
+    const absl::Time start = absl::Now();
+    absl::Time next_progress = start;
+    while (true) {
+      if (wait_for_stop_(absl::Milliseconds(200))) {
+        return absl::CancelledError("stopped by a signal; all processes ended");
+      }
+      int running = 0;
+      for (auto& w : workers_) {
+        std::optional<absl::Status> ended = w->Poll();
+        if (!ended.has_value()) {
+          ++running;
+        } else if (!ended->ok()) {
+          return *ended;
+        }
+      }
+      for (auto& s : servers_) {
+        if (std::optional<absl::Status> ended = s->process().Poll();
+            ended.has_value()) {
+          return absl::InternalError(
+              absl::StrCat(s->process().name(), " ended during the run: ",
+                           ended->ok() ? "exit code 0" : ended->message()));
+        }
+      }
+      if (running == 0) return absl::OkStatus();
+      const absl::Time now = absl::Now();
+      if (now >= next_progress) {
+        int64_t steps = 0;
+        int training = 0;
+        for (int r = 0; r < o_.workers; ++r) {
+          const int64_t n =
+              StepsLogged(absl::StrCat(o_.run_dir, "/metrics-", r, ".csv"));
+          steps += n;
+          if (n > 0 && workers_[r]->running()) ++training;
+        }
+        const double elapsed = absl::ToDoubleSeconds(now - start);
+        Progress(absl::StrFormat(
+            "%.0f s: %d servers; workers %d initialising, %d training, %d "
+            "done; %d steps (%.0f/s)",
+            elapsed, o_.servers, running - training, training,
+            o_.workers - running, steps, steps / std::max(elapsed, 1e-9)));
+        next_progress =
+            now + (tty_progress_ ? o_.progress_every : 10 * o_.progress_every);
+      }
+    }
+  }
+
+  void Progress(const std::string& line) {
+    if (tty_progress_) {
+      std::fprintf(stderr, "\r\033[Kshardps-launch: %s", line.c_str());
+    } else {
+      std::fprintf(stderr, "shardps-launch: %s\n", line.c_str());
+    }
+    progress_shown_ = true;
+  }
+
+  // Fills the summary from the processes and the workers' summaries.
+  void Record() {
+    summary_.set_cluster(o_.cluster);
+    summary_.set_servers(o_.servers);
+    summary_.set_workers(o_.workers);
+    summary_.set_loader(o_.loader);
+    summary_.set_cores(static_cast<int>(std::thread::hardware_concurrency()));
+    for (const auto& [k, v] : o_.links) (*summary_.mutable_links())[k] = v;
+    for (const std::string& a : o_.worker_args) summary_.add_worker_args(a);
+    double cpu = 0;
+    auto record = [&](ps::ChildProcess& p, const std::string& host) {
+      shardps::ProcessRecord* r = summary_.add_processes();
+      r->set_name(p.name());
+      r->set_pid(p.last_pid());
+      r->set_host(host);
+      r->set_log(p.log_path());
+      r->set_status(
+          p.exit_status().ok() ? "ok" : std::string(p.exit_status().message()));
+      r->set_cpu_seconds(p.cpu_seconds());
+      cpu += p.cpu_seconds();
+    };
+    for (size_t i = 0; i < servers_.size(); ++i) {
+      record(servers_[i]->process(), servers_[i]->address());
+    }
+    for (size_t r = 0; r < workers_.size(); ++r) {
+      record(*workers_[r], o_.worker_hosts[r].address);
+    }
+    summary_.set_cpu_seconds(cpu);
+
+    uint64_t samples = 0, records = 0;
+    for (int r = 0; r < o_.workers; ++r) {
+      shardps::WorkerSummary w;
+      if (!ReadJsonFile(absl::StrCat(o_.run_dir, "/summary-", r, ".json"), &w)
+               .ok()) {
+        continue;  // a worker that failed wrote none
+      }
+      summary_.set_init_seconds(
+          std::max(summary_.init_seconds(), w.init_seconds()));
+      summary_.set_train_seconds(
+          std::max(summary_.train_seconds(), w.train_seconds()));
+      summary_.set_emulated_compute_ms(w.emulated_compute_ms());
+      if (w.rank() == 0) summary_.set_test_accuracy(w.test_accuracy());
+      samples += w.samples();
+      records += w.partition_records();
+      *summary_.add_per_worker() = w;
+    }
+    if (summary_.train_seconds() > 0) {
+      summary_.set_samples_per_second(samples / summary_.train_seconds());
+    }
+    if (summary_.samples_per_second() > 0) {
+      summary_.set_epoch_seconds(records / summary_.samples_per_second());
+    }
+  }
+
+  const LaunchOptions& o_;
+  const StopWait& wait_for_stop_;
+  const bool tty_progress_ = isatty(STDERR_FILENO) != 0;
+  bool progress_shown_ = false;
+  std::vector<std::unique_ptr<ps::ServerProcess>> servers_;
+  std::vector<std::unique_ptr<ps::ChildProcess>> workers_;
+  shardps::RunSummary summary_;
+};
+
+}  // namespace
+
+absl::StatusOr<shardps::RunSummary> Launch(const LaunchOptions& options,
+                                           const StopWait& wait_for_stop) {
+  if (options.servers < 1 || options.workers < 1) {
+    return absl::InvalidArgumentError(
+        "--servers and --workers must be at least 1");
+  }
+  if (options.server_hosts.size() != static_cast<size_t>(options.servers) ||
+      options.worker_hosts.size() != static_cast<size_t>(options.workers)) {
+    return absl::InvalidArgumentError("one host slot per server and worker");
+  }
+  if (options.loader != "sequential" && options.loader != "parallel") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--loader=", options.loader, " is not sequential or parallel"));
+  }
+  if (::mkdir(options.run_dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot create --run_dir=", options.run_dir));
+  }
+  Run run(options, wait_for_stop);
+  shardps::RunSummary summary = run.Execute();
+  if (absl::Status s = WriteJsonFile(
+          summary, absl::StrCat(options.run_dir, "/summary.json"));
+      !s.ok()) {
+    return s;
+  }
+  return summary;
+}
+
+}  // namespace worker
