@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "launch_util.h"
 #include "nginx_server.h"
 #include "ps/child_process.h"
 #include "ps/server_process.h"
@@ -23,10 +24,6 @@
 
 namespace worker {
 namespace {
-
-bool Alive(pid_t pid) {
-  return pid > 0 && (kill(pid, 0) == 0 || errno != ESRCH);
-}
 
 class LauncherTest : public testing::Test {
  protected:
@@ -39,30 +36,8 @@ class LauncherTest : public testing::Test {
               0);
   }
 
-  // Runs shardps-launch to the end; its exit status.
   absl::Status Launch(const std::vector<std::string>& args) {
-    std::vector<std::string> argv = {ps::SiblingBinary("shardps-launch")};
-    argv.insert(argv.end(), args.begin(), args.end());
-    auto p =
-        ps::ChildProcess::Start("shardps-launch", argv, dir_ + "/launch.log");
-    EXPECT_TRUE(p.ok()) << p.status();
-    return (*p)->Wait(absl::Now() + absl::Seconds(120));
-  }
-
-  shardps::RunSummary Summary(const std::string& run) {
-    shardps::RunSummary s;
-    absl::Status status = ReadJsonFile(run + "/summary.json", &s);
-    EXPECT_TRUE(status.ok()) << status;
-    return s;
-  }
-
-  void ExpectNoProcessLeft(const shardps::RunSummary& s) {
-    EXPECT_FALSE(s.processes().empty());
-    for (const shardps::ProcessRecord& p : s.processes()) {
-      EXPECT_GT(p.pid(), 0) << p.name();
-      EXPECT_FALSE(Alive(p.pid()))
-          << p.name() << " (pid " << p.pid() << ") outlived the launcher";
-    }
+    return testutil::RunLaunch(args, dir_ + "/launch.log");
   }
 
   testutil::ScopedTempDir tmp_{"shardps-launch"};
@@ -75,7 +50,7 @@ TEST_F(LauncherTest, LocalRunWritesACompleteSummary) {
                            "--run_dir=" + run, "--data=" + dir_ + "/data", "--",
                            "--model=mlp:16-8-3", "--batch=32", "--epochs=2"});
   ASSERT_TRUE(s.ok()) << s << testutil::ReadFile(dir_ + "/launch.log");
-  const shardps::RunSummary sum = Summary(run);
+  const shardps::RunSummary sum = testutil::ReadRunSummary(run);
   EXPECT_TRUE(sum.ok()) << sum.error();
   EXPECT_EQ(sum.cluster(), "local");
   EXPECT_EQ(sum.servers(), 2);
@@ -106,7 +81,7 @@ TEST_F(LauncherTest, LocalRunWritesACompleteSummary) {
     EXPECT_FALSE(testutil::ReadFile(p.log()).empty()) << p.log();
   }
   EXPECT_EQ(sum.worker_args(0), "--model=mlp:16-8-3");
-  ExpectNoProcessLeft(sum);
+  testutil::ExpectNoProcessLeft(sum);
 }
 
 TEST_F(LauncherTest, FailingWorkerStopsEverythingAndExitsNonZero) {
@@ -116,12 +91,12 @@ TEST_F(LauncherTest, FailingWorkerStopsEverythingAndExitsNonZero) {
       Launch({"--servers=2", "--workers=2", "--run_dir=" + run,
               "--data=" + dir_ + "/data", "--", "--model=mlp:5-3"});
   EXPECT_FALSE(s.ok());
-  const shardps::RunSummary sum = Summary(run);
+  const shardps::RunSummary sum = testutil::ReadRunSummary(run);
   EXPECT_FALSE(sum.ok());
   EXPECT_NE(sum.error().find("worker-"), std::string::npos) << sum.error();
   EXPECT_NE(sum.error().find("takes 5 features"), std::string::npos)
       << sum.error();
-  ExpectNoProcessLeft(sum);
+  testutil::ExpectNoProcessLeft(sum);
   EXPECT_NE(testutil::ReadFile(dir_ + "/launch.log").find("FAILED"),
             std::string::npos);
 }
@@ -155,18 +130,17 @@ TEST_F(LauncherTest, UnhealthyServersHitTheDeadlineWithAClearMessage) {
   EXPECT_NE(sum->error().find("servers not healthy within 2s"),
             std::string::npos)
       << sum->error();
-  ExpectNoProcessLeft(*sum);
+  testutil::ExpectNoProcessLeft(*sum);
 }
 
 TEST_F(LauncherTest, StopSignalEndsTheRunWithoutOrphans) {
   const std::string run = dir_ + "/run";
-  auto p = ps::ChildProcess::Start(
-      "shardps-launch",
-      {ps::SiblingBinary("shardps-launch"), "--servers=1", "--workers=2",
-       "--run_dir=" + run, "--data=" + dir_ + "/data", "--",
-       "--model=mlp:16-8-3", "--epochs=1000", "--batch=8"},
+  std::unique_ptr<ps::ChildProcess> p = testutil::StartLaunch(
+      {"--servers=1", "--workers=2", "--run_dir=" + run,
+       "--data=" + dir_ + "/data", "--", "--model=mlp:16-8-3", "--epochs=1000",
+       "--batch=8"},
       dir_ + "/launch.log");
-  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_NE(p, nullptr);
   // Stop it once both workers are training.
   const absl::Time deadline = absl::Now() + absl::Seconds(60);
   while (absl::Now() < deadline &&
@@ -174,15 +148,15 @@ TEST_F(LauncherTest, StopSignalEndsTheRunWithoutOrphans) {
           testutil::ReadFile(run + "/metrics-1.csv").size() < 200)) {
     absl::SleepFor(absl::Milliseconds(50));
   }
-  kill((*p)->pid(), SIGINT);
-  absl::Status s = (*p)->Wait(absl::Now() + absl::Seconds(30));
+  kill(p->pid(), SIGINT);
+  absl::Status s = p->Wait(absl::Now() + absl::Seconds(30));
   EXPECT_FALSE(s.ok());
   EXPECT_FALSE(absl::IsDeadlineExceeded(s)) << "the launcher did not stop";
-  const shardps::RunSummary sum = Summary(run);
+  const shardps::RunSummary sum = testutil::ReadRunSummary(run);
   EXPECT_FALSE(sum.ok());
   EXPECT_NE(sum.error().find("stopped by a signal"), std::string::npos)
       << sum.error();
-  ExpectNoProcessLeft(sum);
+  testutil::ExpectNoProcessLeft(sum);
 }
 
 }  // namespace

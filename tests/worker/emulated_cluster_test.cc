@@ -1,0 +1,151 @@
+// shardps-launch --cluster=emulated: real processes in network namespaces
+// with capped links and an nginx storage host. Checks that teardown leaves
+// nothing behind (also after a failure), and the direction of both of the
+// paper's effects on a short A/B: sequential init grows with N while the
+// parallel loader's does not, and with capped server links 4 servers give
+// more throughput than 1. Needs root (CI runs as root).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "launch_util.h"
+#include "nginx_server.h"
+#include "test_util.h"
+
+namespace worker {
+namespace {
+
+std::string CommandOutput(const std::string& command) {
+  std::string out;
+  FILE* f = popen(command.c_str(), "r");
+  if (f == nullptr) return out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+  pclose(f);
+  return out;
+}
+
+class EmulatedClusterTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) {
+      GTEST_SKIP() << "the emulated cluster needs root for network "
+                      "namespaces and tc (CI runs as root)";
+    }
+    if (!testutil::HaveNginx() || access("/usr/bin/ip", X_OK) != 0) {
+      GTEST_SKIP() << "needs nginx and iproute2 (deploy/install-deps.sh)";
+    }
+    // 6000 samples of 784 float features: ~19 MB to read per full pass.
+    ASSERT_EQ(std::system(absl::StrCat(ps::SiblingBinary("shardps-data"),
+                                       " synthetic --out ", dir_,
+                                       "/data --samples 6500 --features 784"
+                                       " --classes 10 --shards 4 2>/dev/null")
+                              .c_str()),
+              0);
+  }
+
+  // One emulated run; its summary. `name` names the run directory.
+  shardps::RunSummary Run(const std::string& name, int servers, int workers,
+                          const std::string& loader,
+                          const std::vector<std::string>& worker_args,
+                          bool expect_ok = true) {
+    const std::string run = absl::StrCat(dir_, "/", name);
+    std::unique_ptr<ps::ChildProcess> p = testutil::StartLaunch(
+        [&] {
+          std::vector<std::string> a = {"--cluster=emulated",
+                                        absl::StrCat("--servers=", servers),
+                                        absl::StrCat("--workers=", workers),
+                                        "--loader=" + loader,
+                                        "--run_dir=" + run,
+                                        "--data=" + dir_ + "/data",
+                                        "--server_link=100mbit",
+                                        "--worker_link=1gbit",
+                                        "--storage_link=160mbit",
+                                        "--"};
+          a.insert(a.end(), worker_args.begin(), worker_args.end());
+          return a;
+        }(),
+        run + ".log");
+    EXPECT_NE(p, nullptr);
+    const std::string prefix = absl::StrCat("sps", p->pid(), "-");
+    absl::Status s = p->Wait(absl::Now() + absl::Seconds(300));
+    EXPECT_EQ(s.ok(), expect_ok) << s << "\n"
+                                 << testutil::ReadFile(run + ".log");
+    // Nothing of the cluster is left: no namespace (and with them no
+    // interface), no process, no nginx configuration.
+    const std::string netns = CommandOutput("ip netns list");
+    EXPECT_EQ(netns.find(prefix), std::string::npos) << netns;
+    const std::string procs = CommandOutput("ps -eo args");
+    EXPECT_EQ(
+        procs.find("shardps-emucluster/" + prefix.substr(0, prefix.size() - 1)),
+        std::string::npos)
+        << procs;
+    EXPECT_NE(access(("/run/shardps-emucluster/" +
+                      prefix.substr(0, prefix.size() - 1))
+                         .c_str(),
+                     F_OK),
+              0);
+    shardps::RunSummary sum = testutil::ReadRunSummary(run);
+    testutil::ExpectNoProcessLeft(sum);
+    return sum;
+  }
+
+  testutil::ScopedTempDir tmp_{"shardps-emulated"};
+  const std::string dir_ = tmp_.path();
+};
+
+TEST_F(EmulatedClusterTest, TeardownLeavesNothingAfterSuccessAndFailure) {
+  const shardps::RunSummary ok =
+      Run("ok", 2, 2, "parallel",
+          {"--model=mlp:784-32-10", "--batch=32", "--max_steps=10"});
+  EXPECT_TRUE(ok.ok()) << ok.error();
+  EXPECT_EQ(ok.cluster(), "emulated");
+  EXPECT_EQ(ok.links().at("server"), "100mbit");
+  // Servers and workers ran on their own emulated hosts.
+  EXPECT_EQ(ok.processes(0).host().rfind("10.213.1.1:", 0), 0u)
+      << ok.processes(0).host();
+  EXPECT_EQ(ok.processes(3).host(), "10.213.2.2");
+  const shardps::RunSummary failed =
+      Run("failed", 1, 2, "parallel", {"--model=mlp:5-3"}, false);
+  EXPECT_FALSE(failed.ok());
+  EXPECT_NE(failed.error().find("takes 5 features"), std::string::npos)
+      << failed.error();
+}
+
+TEST_F(EmulatedClusterTest, ShortABShowsBothEffectsInTheRightDirection) {
+  // Compute is emulated (20 ms per step) so that four workers fit on the
+  // machine's cores; the parameter bytes still cross the capped links.
+  const std::vector<std::string> args = {
+      "--model=mlp:784-64-10", "--batch=32", "--max_steps=25",
+      "--emulate_compute_ms=20", "--progress_every=0"};
+  const shardps::RunSummary base1 = Run("base1", 1, 1, "sequential", args);
+  const shardps::RunSummary base4 = Run("base4", 1, 4, "sequential", args);
+  const shardps::RunSummary fix1 = Run("fix1", 4, 1, "parallel", args);
+  const shardps::RunSummary fix4 = Run("fix4", 4, 4, "parallel", args);
+  for (const auto* s : {&base1, &base4, &fix1, &fix4}) {
+    ASSERT_TRUE(s->ok()) << s->error();
+    EXPECT_EQ(s->emulated_compute_ms(), 20);
+  }
+  // Sequential reading of the whole data set from shared storage: four
+  // workers share the storage link, so init grows with N.
+  EXPECT_GT(base4.init_seconds(), 2.5 * base1.init_seconds())
+      << base1.init_seconds() << " -> " << base4.init_seconds();
+  // The parallel loader reads one batch before the first step.
+  EXPECT_LT(fix4.init_seconds(), 0.5 * base4.init_seconds());
+  EXPECT_LT(fix4.init_seconds(), 1.5 * fix1.init_seconds() + 0.3)
+      << fix1.init_seconds() << " -> " << fix4.init_seconds();
+  // One capped server link is the bottleneck for four workers; four
+  // servers split the traffic.
+  EXPECT_GT(fix4.samples_per_second(), 1.5 * base4.samples_per_second())
+      << base4.samples_per_second() << " vs " << fix4.samples_per_second();
+}
+
+}  // namespace
+}  // namespace worker
