@@ -11,9 +11,12 @@
 namespace loader {
 namespace {
 
-// Batch b of an epoch is assembled by whichever reader claims it, into ring
-// slot b % prefetch_batches, and handed out in order. Readers run ahead of
-// the consumer by at most the ring's size, so memory stays bounded and the
+// Batch b of an epoch is assembled into ring slot b % prefetch_batches and
+// handed out in order. Each batch is cut into one part per reader and
+// readers claim parts in batch order, so all of them work on the earliest
+// batch first: the first batch is ready after about one batch's read at the
+// full parallelism, not after a single reader's. Readers run ahead of the
+// consumer by at most the ring's size, so memory stays bounded and the
 // batch the consumer holds is never overwritten.
 class PrefetchLoader final : public Loader {
  public:
@@ -21,8 +24,10 @@ class PrefetchLoader final : public Loader {
                  std::vector<std::unique_ptr<RecordReader>> readers)
       : Loader(dataset, options),
         files_(std::move(readers)),
+        parts_(std::min(options.reader_threads, options.batch_size)),
         ring_(options.prefetch_batches),
-        slot_batch_(options.prefetch_batches, -1) {
+        slot_batch_(options.prefetch_batches, -1),
+        parts_done_(options.prefetch_batches, 0) {
     for (Batch& b : ring_) {
       b.features.resize(static_cast<size_t>(options.batch_size) * features_);
       b.labels.resize(options.batch_size);
@@ -44,7 +49,7 @@ class PrefetchLoader final : public Loader {
     absl::MutexLock lock(&mu_);
     // Stop handing out work and let readers finish what they hold before
     // the order they read from changes.
-    next_claim_ = num_batches_;
+    next_claim_ = num_batches_ * parts_;
     mu_.Await(absl::Condition(
         +[](int* busy) { return *busy == 0; }, &busy_readers_));
     if (!error_.ok()) return error_;
@@ -55,6 +60,7 @@ class PrefetchLoader final : public Loader {
     current_ = 0;
     released_ = 0;
     std::fill(slot_batch_.begin(), slot_batch_.end(), -1);
+    std::fill(parts_done_.begin(), parts_done_.end(), 0);
     return absl::OkStatus();
   }
 
@@ -75,38 +81,50 @@ class PrefetchLoader final : public Loader {
 
  private:
   bool HasWorkLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return stop_ || (error_.ok() && next_claim_ < num_batches_ &&
-                     next_claim_ < released_ + ring_.size());
+    return stop_ || (error_.ok() && next_claim_ < num_batches_ * parts_ &&
+                     next_claim_ / parts_ < released_ + ring_.size());
   }
 
   void ReaderLoop() {
     std::string payload;
     while (true) {
-      size_t batch;
+      size_t unit;
       {
         absl::MutexLock lock(&mu_);
         mu_.Await(absl::Condition(this, &PrefetchLoader::HasWorkLocked));
         if (stop_) return;
-        batch = next_claim_++;
+        unit = next_claim_++;
         ++busy_readers_;
       }
-      absl::Status status = Assemble(batch, &payload);
+      const size_t batch = unit / parts_;
+      absl::Status status = Assemble(batch, unit % parts_, &payload);
       absl::MutexLock lock(&mu_);
       --busy_readers_;
       if (!status.ok()) {
         if (error_.ok()) error_ = status;
-      } else {
-        slot_batch_[batch % ring_.size()] = static_cast<int64_t>(batch);
+        continue;
+      }
+      const size_t slot = batch % ring_.size();
+      if (++parts_done_[slot] == parts_) {
+        parts_done_[slot] = 0;
+        ring_[slot].size = static_cast<int>(BatchRows(batch));
+        slot_batch_[slot] = static_cast<int64_t>(batch);
       }
     }
   }
 
-  absl::Status Assemble(size_t batch, std::string* payload) {
+  // Rows in batch `batch` of this epoch.
+  size_t BatchRows(size_t batch) const {
+    const size_t first = batch * options_.batch_size;
+    return std::min<size_t>(options_.batch_size, order_.size() - first);
+  }
+
+  // Reads part `part` of batch `batch` into its ring slot.
+  absl::Status Assemble(size_t batch, size_t part, std::string* payload) {
     Batch& out = ring_[batch % ring_.size()];
     const size_t first = batch * options_.batch_size;
-    const size_t n =
-        std::min<size_t>(options_.batch_size, order_.size() - first);
-    for (size_t i = 0; i < n; ++i) {
+    const size_t n = BatchRows(batch);
+    for (size_t i = part * n / parts_; i < (part + 1) * n / parts_; ++i) {
       const Extent e = Locate(order_[first + i]);
       const RecordReader& file = *files_[e.shard];
       absl::Status s = file.ReadRecords(
@@ -117,16 +135,18 @@ class PrefetchLoader final : public Loader {
           });
       if (!s.ok()) return s;
     }
-    out.size = static_cast<int>(n);
     return absl::OkStatus();
   }
 
   const std::vector<std::unique_ptr<RecordReader>> files_;  // per shard
+  const size_t parts_;  // of each batch, read by different readers
   std::vector<Batch> ring_;
   std::vector<std::thread> threads_;
 
   absl::Mutex mu_;
   std::vector<int64_t> slot_batch_ ABSL_GUARDED_BY(mu_);  // batch in slot
+  std::vector<size_t> parts_done_ ABSL_GUARDED_BY(mu_);   // of its batch
+  // Claims count parts: part p of batch b is claim b * parts_ + p.
   size_t num_batches_ ABSL_GUARDED_BY(mu_) = 0;
   size_t next_claim_ ABSL_GUARDED_BY(mu_) = 0;
   size_t current_ ABSL_GUARDED_BY(mu_) = 0;   // next batch to hand out

@@ -506,7 +506,8 @@ absl::Status Client::OpenTable(const TableOptions& table,
                        " at ", servers_[missing]->address,
                        " still has no such table (is rank 0 running?)"));
     }
-    absl::SleepFor(absl::Milliseconds(100));  // polling interval
+    // Polling interval: short, because every rank but 0 starts here.
+    absl::SleepFor(absl::Milliseconds(10));
   }
   absl::MutexLock lock(&tables_mu_);
   tables_[table.name] = std::make_unique<RangePartition>(table.num_params, n);

@@ -63,6 +63,7 @@ absl::StatusOr<shardps::WorkerSummary> Train(ps::Client& client,
   absl::StatusOr<model::MlpSpec> spec = model::ParseModelSpec(options.model);
   if (!spec.ok()) return spec.status();
   const model::Mlp mlp(*std::move(spec));
+  const absl::Time data_start = absl::Now();
   absl::StatusOr<loader::Dataset> train =
       loader::OpenDataset(options.data + "/train");
   if (!train.ok()) return train.status();
@@ -89,8 +90,9 @@ absl::StatusOr<shardps::WorkerSummary> Train(ps::Client& client,
   // The test set, on rank 0 only, read once into memory.
   std::unique_ptr<loader::Loader> test;
   absl::StatusOr<loader::Dataset> test_set =
-      loader::OpenDataset(options.data + "/test");
-  if (options.rank == 0 && test_set.ok()) {
+      options.rank == 0 ? loader::OpenDataset(options.data + "/test")
+                        : absl::NotFoundError("the test set is rank 0's");
+  if (test_set.ok()) {
     loader::LoaderOptions to;
     to.batch_size = 1000;
     absl::StatusOr<std::unique_ptr<loader::Loader>> t =
@@ -110,6 +112,7 @@ absl::StatusOr<shardps::WorkerSummary> Train(ps::Client& client,
   for (const model::Mlp::TensorInit& t : mlp.InitPlan()) {
     table.init_segments.push_back(ToSegment(t, seed++));
   }
+  const absl::Time table_start = absl::Now();
   if (absl::Status s = options.rank == 0
                            ? client.CreateTable(table)
                            : client.OpenTable(table, options.table_timeout);
@@ -117,6 +120,7 @@ absl::StatusOr<shardps::WorkerSummary> Train(ps::Client& client,
     return s;
   }
 
+  const absl::Time table_done = absl::Now();
   const std::string metrics_path =
       absl::StrCat(options.run_dir, "/metrics-", options.rank, ".csv");
   std::ofstream metrics(metrics_path, std::ios::trunc);
@@ -134,6 +138,8 @@ absl::StatusOr<shardps::WorkerSummary> Train(ps::Client& client,
   summary.set_loader(options.loader);
   summary.set_partition_records((*batches)->partition_size());
   summary.set_test_accuracy(-1);
+  summary.set_init_data_seconds(Seconds(table_start - data_start));
+  summary.set_init_table_seconds(Seconds(table_done - table_start));
   const uint64_t steps_per_epoch =
       ((*batches)->partition_size() + options.batch - 1) / options.batch;
   const uint64_t total_steps =
@@ -158,6 +164,8 @@ absl::StatusOr<shardps::WorkerSummary> Train(ps::Client& client,
       if (summary.steps() == 0) {
         train_start = absl::Now();
         summary.set_init_seconds(Seconds(train_start - process_start));
+        summary.set_init_startup_seconds(Seconds(data_start - process_start));
+        summary.set_init_first_batch_seconds(Seconds(train_start - table_done));
       }
       const absl::Time t1 = absl::Now();
       if (absl::Status s =

@@ -1,0 +1,178 @@
+"""Shared pieces of the A/B experiments: running one shardps-launch point,
+the CSV of results, and the plots. Python 3 standard library plus Debian's
+python3-matplotlib; nothing from pip."""
+
+import csv
+import json
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.join(ROOT, "build", "bin")
+
+FIELDS = [
+    "servers", "workers", "loader", "ok", "init_seconds", "train_seconds",
+    "samples_per_second", "epoch_seconds", "step_seconds", "pull_ms",
+    "push_ms", "compute_ms", "read_ms", "cpu_utilisation",
+    "emulated_compute_ms", "batch", "param_bytes", "dataset_bytes",
+    "server_link", "worker_link", "storage_link", "run_dir",
+]
+
+
+def binary(name):
+    path = os.path.join(BIN, name)
+    if not os.access(path, os.X_OK):
+        sys.exit(f"{path} is missing: run `make build` first")
+    return path
+
+
+def param_bytes(model):
+    """Bytes of float32 parameters of an mlp:A-B-...-Z spec."""
+    m = re.fullmatch(r"mlp:(\d+(?:-\d+)+)", model)
+    if not m:
+        sys.exit(f"cannot size model {model!r}")
+    widths = [int(w) for w in m.group(1).split("-")]
+    return 4 * sum(a * b + b for a, b in zip(widths, widths[1:]))
+
+
+def dataset_bytes(data_dir):
+    """Bytes of the training shards, from the manifest."""
+    with open(os.path.join(data_dir, "train", "manifest.txt")) as f:
+        return sum(int(b) for b in re.findall(r"^\s+bytes: (\d+)", f.read(), re.M))
+
+
+def make_dataset(data_dir, samples, features=784, classes=10):
+    """A synthetic data set (shardps-data), made once and reused."""
+    if os.path.exists(os.path.join(data_dir, "train", "manifest.txt")):
+        return
+    subprocess.run([binary("shardps-data"), "synthetic", f"--out={data_dir}",
+                    f"--samples={samples}", f"--features={features}",
+                    f"--classes={classes}", "--shards=8"], check=True,
+                   stdout=subprocess.DEVNULL)
+
+
+def run_point(run_dir, servers, workers, loader, data, links, worker_args,
+              cluster="emulated"):
+    """One shardps-launch run; returns its CSV row (ok=0 if it failed)."""
+    cmd = [binary("shardps-launch"), f"--cluster={cluster}",
+           f"--servers={servers}", f"--workers={workers}",
+           f"--loader={loader}", f"--run_dir={run_dir}", f"--data={data}",
+           "--progress_s=5"]
+    if cluster == "emulated":
+        cmd += [f"--{k}_link={v}" for k, v in links.items()]
+    cmd += ["--"] + worker_args
+    os.makedirs(run_dir, exist_ok=True)
+    with open(run_dir + ".log", "w") as log:
+        proc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT)
+    with open(os.path.join(run_dir, "summary.json")) as f:
+        s = json.load(f)
+    w = s["per_worker"]
+    steps = sum(x["steps"] for x in w) or 1
+
+    def per_step_ms(key):
+        return 1e3 * sum(x[key] for x in w) / steps
+
+    model = next((a.split("=", 1)[1] for a in worker_args
+                  if a.startswith("--model=")), "mlp:784-256-256-10")
+    batch = int(next((a.split("=", 1)[1] for a in worker_args
+                      if a.startswith("--batch=")), 128))
+    phases = ["read_seconds", "pull_seconds", "compute_seconds", "push_seconds"]
+    return {
+        "servers": servers, "workers": workers, "loader": loader,
+        "ok": int(proc.returncode == 0 and s["ok"]),
+        "init_seconds": s["init_seconds"], "train_seconds": s["train_seconds"],
+        "samples_per_second": s["samples_per_second"],
+        "epoch_seconds": s["epoch_seconds"],
+        "step_seconds": sum(per_step_ms(p) for p in phases) / 1e3,
+        "pull_ms": per_step_ms("pull_seconds"),
+        "push_ms": per_step_ms("push_seconds"),
+        "compute_ms": per_step_ms("compute_seconds"),
+        "read_ms": per_step_ms("read_seconds"),
+        "cpu_utilisation": s["cpu_utilisation"],
+        "emulated_compute_ms": s["emulated_compute_ms"],
+        "batch": batch, "param_bytes": param_bytes(model),
+        "dataset_bytes": dataset_bytes(data),
+        "server_link": links.get("server", ""),
+        "worker_link": links.get("worker", ""),
+        "storage_link": links.get("storage", ""),
+        "run_dir": run_dir,
+    }
+
+
+def write_rows(path, rows):
+    with open(path, "w", newline="") as f:
+        out = csv.DictWriter(f, fieldnames=FIELDS)
+        out.writeheader()
+        out.writerows(rows)
+
+
+def read_rows(path):
+    with open(path) as f:
+        rows = list(csv.DictReader(f))
+    for r in rows:
+        for k in FIELDS:
+            if k in ("loader", "run_dir") or k.endswith("_link"):
+                continue
+            r[k] = float(r[k]) if "." in r[k] or "e" in r[k] else int(r[k])
+    return rows
+
+
+def rate_bytes_per_second(rate):
+    """A tc rate ('200mbit', '1gbit', '800kbit') in bytes per second."""
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)(k|m|g)?bit", rate)
+    if not m:
+        sys.exit(f"cannot read link rate {rate!r}")
+    scale = {None: 1, "k": 1e3, "m": 1e6, "g": 1e9}[m.group(2)]
+    return float(m.group(1)) * scale / 8
+
+
+def add_run_flags(ap, out_default):
+    """Flags every experiment shares: where, what data, which links."""
+    ap.add_argument("--out", default=out_default, help="results directory")
+    ap.add_argument("--data", default="",
+                    help="data set directory (default: OUT/data, synthetic)")
+    ap.add_argument("--samples", type=int, default=20000,
+                    help="synthetic samples of 784 float features (~3.1 KB each)")
+    ap.add_argument("--model", default="mlp:784-256-256-10")
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--steps", type=int, default=30,
+                    help="steps per worker (--max_steps)")
+    ap.add_argument("--emulate_compute_ms", type=float, default=50,
+                    help="EMULATED compute per step (0: real forward/backward)")
+    ap.add_argument("--server_link", default="200mbit")
+    ap.add_argument("--worker_link", default="1gbit")
+    ap.add_argument("--storage_link", default="400mbit")
+
+
+def ensure_root():
+    """The emulated cluster needs root: re-run this script with sudo."""
+    if os.geteuid() != 0:
+        os.execvp("sudo", ["sudo", "-E", sys.executable] + sys.argv)
+
+
+def run_grid(points, args):
+    """Runs (servers, workers, loader) points on the emulated cluster;
+    writes OUT/results.csv after each run and returns the rows."""
+    os.makedirs(args.out, exist_ok=True)
+    data = args.data or os.path.join(args.out, "data")
+    make_dataset(data, args.samples)
+    links = {"server": args.server_link, "worker": args.worker_link,
+             "storage": args.storage_link}
+    worker_args = [f"--model={args.model}", f"--batch={args.batch}",
+                   f"--max_steps={args.steps}", "--epochs=1000",
+                   f"--emulate_compute_ms={args.emulate_compute_ms}",
+                   "--progress_every=0"]
+    rows = []
+    for i, (s, n, lo) in enumerate(points):
+        run_dir = os.path.join(args.out, "runs", f"s{s}-n{n}-{lo}")
+        row = run_point(run_dir, s, n, lo, data, links, worker_args)
+        rows.append(row)
+        write_rows(os.path.join(args.out, "results.csv"), rows)
+        print(f"[{i + 1}/{len(points)}] S={s} N={n} {lo}: "
+              f"{'ok' if row['ok'] else 'FAILED (see ' + run_dir + '.log)'} "
+              f"init {row['init_seconds']:.2f} s, "
+              f"{row['samples_per_second']:.0f} samples/s, "
+              f"CPU {100 * row['cpu_utilisation']:.0f}%", flush=True)
+    return rows

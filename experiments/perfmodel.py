@@ -1,0 +1,226 @@
+#!/usr/bin/python3
+"""The performance model of distributed training, after Hashemi et al. 2016
+(arXiv 1612.00521), calibrated from small measurements and checked against
+every point of a sweep.
+
+Initial (ideal) model: initialisation costs the same at every N, and
+throughput grows linearly with N (compute time per epoch ~ 1/N).
+
+Updated model:
+  init(N)   = t0 + N * D / B_storage   sequential loader (every worker reads
+                                        the whole data set D over one shared
+                                        storage link)
+            = t0                       parallel loader (one batch first)
+  step(N,S) = max(t_c + t_comm(S), N * 2M / (S * B_server))
+  t_comm(S) = 2 * max(M / (S * B_server), M / B_worker)
+  samples/s = N * batch / step(N,S)
+where M is the model's bytes (pulled and pushed once a step), t_c the
+per-step compute time, and N * 2M / (S * B_server) the server-side bound:
+every step moves 2M through the S server links.
+
+Calibration uses only N=1, S=1 runs (one per loader): t0 and t_c and one
+server's pull+push rate from the parallel run, the storage read rate from the
+sequential run. Link rates of worker hosts are the nominal ones scaled by the
+efficiency measured on the server link.
+
+  perfmodel.py RESULTS.csv [--plots DIR]
+"""
+
+import argparse
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import abkit  # noqa: E402
+
+
+def _find(rows, servers, workers, loader):
+    for r in rows:
+        if (r["servers"], r["workers"], r["loader"], r["ok"]) == (
+                servers, workers, loader, 1):
+            return r
+    return None
+
+
+def calibrate(rows):
+    par = _find(rows, 1, 1, "parallel")
+    seq = _find(rows, 1, 1, "sequential")
+    if par is None or seq is None:
+        sys.exit("calibration needs successful N=1, S=1 runs of both loaders")
+    m = par["param_bytes"]
+    comm = (par["pull_ms"] + par["push_ms"]) / 1e3
+    b_server = 2 * m / comm
+    eta = b_server / abkit.rate_bytes_per_second(par["server_link"])
+    return {
+        "t0": par["init_seconds"],
+        "t_c": (par["compute_ms"] + par["read_ms"]) / 1e3,
+        "B_storage": par["dataset_bytes"] / max(
+            seq["init_seconds"] - par["init_seconds"], 1e-9),
+        "B_server": b_server,
+        "B_worker": eta * abkit.rate_bytes_per_second(par["worker_link"]),
+        "link_efficiency": eta,
+        "M": m,
+        "D": par["dataset_bytes"],
+        "batch": par["batch"],
+        "baseline": {(r["servers"], r["loader"]): r for r in rows
+                     if r["workers"] == 1 and r["ok"] == 1},
+    }
+
+
+def predict(p, n, s, loader):
+    """Updated model: (init seconds, samples per second)."""
+    init = p["t0"] + (n * p["D"] / p["B_storage"] if loader == "sequential"
+                      else 0.0)
+    t_comm = 2 * max(p["M"] / (s * p["B_server"]), p["M"] / p["B_worker"])
+    step = max(p["t_c"] + t_comm, n * 2 * p["M"] / (s * p["B_server"]))
+    return init, n * p["batch"] / step
+
+
+def predict_initial(p, n, s, loader):
+    """Initial (ideal) model: the N=1 run of the same S and loader, with
+    init unchanged and throughput times N."""
+    one = p["baseline"].get((s, loader)) or p["baseline"].get((1, loader))
+    return one["init_seconds"], n * one["samples_per_second"]
+
+
+def _err(pred, meas):
+    return abs(pred - meas) / meas if meas > 0 else float("nan")
+
+
+def report(rows, p, out=sys.stdout):
+    """Predicted vs measured for every point; returns the median absolute
+    relative errors {(model, quantity): error}."""
+    print(f"calibration: t0 {p['t0']:.3f} s, compute {1e3 * p['t_c']:.1f} ms/step, "
+          f"storage {p['B_storage'] / 1e6:.1f} MB/s, one server "
+          f"{p['B_server'] / 1e6:.1f} MB/s each way "
+          f"(link efficiency {p['link_efficiency']:.2f}), "
+          f"model {p['M'] / 1e6:.2f} MB, data set {p['D'] / 1e6:.1f} MB", file=out)
+    print(f"{'S':>2} {'N':>3} {'loader':>10} | {'init':>6} {'upd':>6} {'err':>5} "
+          f"{'ideal':>6} {'err':>5} | {'samples/s':>9} {'upd':>7} {'err':>5} "
+          f"{'ideal':>7} {'err':>5} | cpu", file=out)
+    errs = {("updated", "init"): [], ("updated", "rate"): [],
+            ("initial", "init"): [], ("initial", "rate"): []}
+    for r in sorted(rows, key=lambda r: (r["loader"], r["servers"], r["workers"])):
+        if r["ok"] != 1:
+            print(f"{r['servers']:>2} {r['workers']:>3} {r['loader']:>10} | failed",
+                  file=out)
+            continue
+        n, s, lo = r["workers"], r["servers"], r["loader"]
+        ui, ur = predict(p, n, s, lo)
+        ii, ir = predict_initial(p, n, s, lo)
+        e = {("updated", "init"): _err(ui, r["init_seconds"]),
+             ("updated", "rate"): _err(ur, r["samples_per_second"]),
+             ("initial", "init"): _err(ii, r["init_seconds"]),
+             ("initial", "rate"): _err(ir, r["samples_per_second"])}
+        for k, v in e.items():
+            errs[k].append(v)
+        print(f"{s:>2} {n:>3} {lo:>10} | {r['init_seconds']:6.2f} {ui:6.2f} "
+              f"{100 * e['updated', 'init']:4.0f}% {ii:6.2f} "
+              f"{100 * e['initial', 'init']:4.0f}% | "
+              f"{r['samples_per_second']:9.0f} {ur:7.0f} "
+              f"{100 * e['updated', 'rate']:4.0f}% {ir:7.0f} "
+              f"{100 * e['initial', 'rate']:4.0f}% | "
+              f"{100 * r['cpu_utilisation']:3.0f}%", file=out)
+    medians = {k: statistics.median(v) for k, v in errs.items() if v}
+    for model in ("updated", "initial"):
+        both = errs[model, "init"] + errs[model, "rate"]
+        if both:
+            medians[model, "all"] = statistics.median(both)
+        print(f"{model:>8} model: median absolute error init "
+              f"{100 * medians.get((model, 'init'), float('nan')):.1f}%, "
+              f"samples/s {100 * medians.get((model, 'rate'), float('nan')):.1f}%, "
+              f"all {100 * medians.get((model, 'all'), float('nan')):.1f}%",
+              file=out)
+    return medians
+
+
+def plot(rows, p, out_dir, title=""):
+    """init time vs N per loader, and samples/s and epoch time vs N per S,
+    with the updated (solid) and initial (dotted) model lines."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    os.makedirs(out_dir, exist_ok=True)
+    ok = [r for r in rows if r["ok"] == 1]
+    ns = sorted({r["workers"] for r in ok})
+    grid = [n / 4 for n in range(4, 4 * max(ns) + 1)]
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    paths = []
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    for i, lo in enumerate(["sequential", "parallel"]):
+        pts = sorted((r["workers"], r["init_seconds"]) for r in ok
+                     if r["loader"] == lo)
+        if not pts:
+            continue
+        c = colours[i]
+        ax.plot(*zip(*pts), "o", color=c, label=f"{lo} (measured)")
+        ax.plot(grid, [predict(p, n, 1, lo)[0] for n in grid], "-", color=c,
+                label=f"{lo} (updated model)")
+        ax.plot(grid, [predict_initial(p, n, 1, lo)[0] for n in grid], ":",
+                color=c, label=f"{lo} (initial model)")
+    ax.set_xlabel("workers N")
+    ax.set_ylabel("initialisation time (s)")
+    ax.set_title(f"Initialisation vs workers {title}".strip())
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    paths.append(os.path.join(out_dir, "init_vs_workers.png"))
+    fig.tight_layout()
+    fig.savefig(paths[-1], dpi=110)
+    plt.close(fig)
+
+    for quantity, label, fname in [
+            ("samples_per_second", "aggregate samples/s", "throughput_vs_workers.png"),
+            ("epoch_seconds", "time per epoch (s)", "epoch_vs_workers.png")]:
+        fig, ax = plt.subplots(figsize=(6.4, 4.4))
+        for i, s in enumerate(sorted({r["servers"] for r in ok})):
+            c = colours[i % len(colours)]
+            for lo, marker in [("parallel", "o"), ("sequential", "x")]:
+                pts = sorted((r["workers"], r[quantity]) for r in ok
+                             if r["servers"] == s and r["loader"] == lo)
+                if pts:
+                    ax.plot(*zip(*pts), marker, color=c,
+                            label=f"S={s} {lo} (measured)")
+            records = next(r["epoch_seconds"] * r["samples_per_second"]
+                           for r in ok)
+
+            def model(n, f):
+                rate = f(p, n, s, "parallel")[1]
+                return rate if quantity == "samples_per_second" else records / rate
+            ax.plot(grid, [model(n, predict) for n in grid], "-", color=c,
+                    label=f"S={s} updated model")
+            ax.plot(grid, [model(n, predict_initial) for n in grid], ":",
+                    color=c, linewidth=1)
+        ax.set_xlabel("workers N")
+        ax.set_ylabel(label)
+        if quantity == "epoch_seconds":
+            ax.set_yscale("log")
+        ax.set_title(f"{label} vs workers (dotted: initial model) {title}".strip(),
+                     fontsize=10)
+        ax.legend(fontsize=7)
+        ax.grid(alpha=0.3)
+        paths.append(os.path.join(out_dir, fname))
+        fig.tight_layout()
+        fig.savefig(paths[-1], dpi=110)
+        plt.close(fig)
+    return paths
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("results", help="CSV written by sweep.py or demo.py")
+    ap.add_argument("--plots", help="write the plots into this directory")
+    args = ap.parse_args()
+    rows = abkit.read_rows(args.results)
+    p = calibrate(rows)
+    report(rows, p)
+    if args.plots:
+        for path in plot(rows, p, args.plots):
+            print("wrote", path)
+
+
+if __name__ == "__main__":
+    main()

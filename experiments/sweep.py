@@ -1,0 +1,45 @@
+#!/usr/bin/python3
+"""The full sweep on the emulated cluster: every N x S x loader point, one
+CSV row per run, the performance model checked against each point, and the
+paper-shaped plots.
+
+  sudo experiments/sweep.py [--workers 1,2,4,8,16] [--servers 1,2,4,8]
+                            [--loaders sequential,parallel] [--out DIR]
+"""
+
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import abkit  # noqa: E402
+import perfmodel  # noqa: E402
+
+
+def ints(text):
+    return [int(x) for x in text.split(",")]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    abkit.add_run_flags(ap, os.path.join(abkit.ROOT, "experiments", "results",
+                                         "sweep"))
+    ap.add_argument("--workers", type=ints, default=[1, 2, 4, 8, 16])
+    ap.add_argument("--servers", type=ints, default=[1, 2, 4, 8])
+    ap.add_argument("--loaders", default="sequential,parallel")
+    args = ap.parse_args()
+    abkit.ensure_root()
+    points = [(s, n, lo) for lo in args.loaders.split(",")
+              for s in args.servers for n in args.workers]
+    rows = abkit.run_grid(points, args)
+    p = perfmodel.calibrate(rows)
+    with open(os.path.join(args.out, "model.txt"), "w") as f:
+        perfmodel.report(rows, p, f)
+    perfmodel.report(rows, p)
+    for path in perfmodel.plot(rows, p, args.out, "(sweep)"):
+        print("wrote", path)
+
+
+if __name__ == "__main__":
+    main()
