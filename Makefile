@@ -3,7 +3,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps build test demo bench format clean
+.PHONY: all deps build test demo sweep bench format clean
 
 all: build
 
@@ -17,10 +17,16 @@ build: deps
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-# The main job: until the training launcher lands, a short local run of
-# two server processes and the push/pull benchmark against them.
+# The main job: the A/B on the emulated cluster (baseline --servers=1
+# --loader=sequential against the fix --servers=4 --loader=parallel at
+# N = 1, 4, 8), a table and plots in experiments/results/demo/. Needs root
+# for network namespaces (uses sudo otherwise).
 demo: build
-	$(BUILD)/bin/shardps-bench --spawn_servers=2 --workers=2 --params=1000000 --seconds=3
+	/usr/bin/python3 experiments/demo.py
+
+# The full N x S x loader sweep with the performance model (~15 minutes).
+sweep: build
+	/usr/bin/python3 experiments/sweep.py
 
 # The reference figures: one server, one worker, 1M and 10M floats.
 bench: build

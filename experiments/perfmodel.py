@@ -11,12 +11,18 @@ Updated model:
                                         the whole data set D over one shared
                                         storage link)
             = t0                       parallel loader (one batch first)
-  step(N,S) = max(t_c + t_comm(S), N * 2M / (S * B_server))
-  t_comm(S) = 2 * max(M / (S * B_server), M / B_worker)
+  step(N,S) between its two bounds
+              compute + communication = t_c + 2 * max(M/(S*B_server), M/B_worker)
+              server-side bound       = N * M / (S * B_server)
   samples/s = N * batch / step(N,S)
-where M is the model's bytes (pulled and pushed once a step), t_c the
-per-step compute time, and N * 2M / (S * B_server) the server-side bound:
-every step moves 2M through the S server links.
+where M is the model's bytes (pulled and pushed once a step) and t_c the
+per-step compute time. The links are capped in each direction, so pulls
+(server egress) and pushes (server ingress) of different workers overlap
+and the server-side bound is N*M/(S*B), not N*2M/(S*B) as for a half-duplex
+link. Between the bounds, step(N,S) is the exact mean-value analysis of the
+closed loop each worker runs: compute (a delay of t_c), then a pull and a
+push, each queueing at the S server links with demand M/(S*B_server). Its
+asymptotes are the two bounds above.
 
 Calibration uses only N=1, S=1 runs (one per loader): t0 and t_c and one
 server's pull+push rate from the parallel run, the storage read rate from the
@@ -68,13 +74,29 @@ def calibrate(rows):
     }
 
 
+def _mva_steps_per_second(n, think, demands):
+    """Exact MVA of a closed network: n customers, a delay of `think` s,
+    queueing stations with the given service demands (s). Throughput."""
+    queues = [0.0] * len(demands)
+    x = 0.0
+    for k in range(1, n + 1):
+        resid = [d * (1 + q) for d, q in zip(demands, queues)]
+        x = k / (think + sum(resid))
+        queues = [x * r for r in resid]
+    return x
+
+
 def predict(p, n, s, loader):
     """Updated model: (init seconds, samples per second)."""
     init = p["t0"] + (n * p["D"] / p["B_storage"] if loader == "sequential"
                       else 0.0)
-    t_comm = 2 * max(p["M"] / (s * p["B_server"]), p["M"] / p["B_worker"])
-    step = max(p["t_c"] + t_comm, n * 2 * p["M"] / (s * p["B_server"]))
-    return init, n * p["batch"] / step
+    per_link = p["M"] / (s * p["B_server"])
+    # A worker's own link, when slower than its share of the servers',
+    # adds a delay that does not queue (no one else uses it).
+    own = 2 * max(0.0, p["M"] / p["B_worker"] - per_link)
+    x = _mva_steps_per_second(int(round(n)), p["t_c"] + own,
+                              [per_link, per_link])
+    return init, x * p["batch"]
 
 
 def predict_initial(p, n, s, loader):
@@ -145,7 +167,7 @@ def plot(rows, p, out_dir, title=""):
     os.makedirs(out_dir, exist_ok=True)
     ok = [r for r in rows if r["ok"] == 1]
     ns = sorted({r["workers"] for r in ok})
-    grid = [n / 4 for n in range(4, 4 * max(ns) + 1)]
+    grid = list(range(1, max(ns) + 1))
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     paths = []
 
