@@ -61,12 +61,7 @@ def main():
     with open(os.path.join(args.out, "table.md"), "w") as f:
         f.write(text + "\n")
     print()
-    p = perfmodel.calibrate(rows)
-    with open(os.path.join(args.out, "model.txt"), "w") as f:
-        perfmodel.report(rows, p, f)
-    perfmodel.report(rows, p)
-    for path in perfmodel.plot(rows, p, args.out, "(demo)"):
-        print("wrote", path)
+    perfmodel.check(rows, args.out, "(demo)")
 
 
 if __name__ == "__main__":

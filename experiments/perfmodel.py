@@ -230,6 +230,17 @@ def plot(rows, p, out_dir, title=""):
     return paths
 
 
+def check(rows, out_dir, title=""):
+    """Calibrates, prints the comparison (also to OUT/model.txt) and draws
+    the plots into out_dir."""
+    p = calibrate(rows)
+    with open(os.path.join(out_dir, "model.txt"), "w") as f:
+        report(rows, p, f)
+    report(rows, p)
+    for path in plot(rows, p, out_dir, title):
+        print("wrote", path)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -33,12 +33,7 @@ def main():
     points = [(s, n, lo) for lo in args.loaders.split(",")
               for s in args.servers for n in args.workers]
     rows = abkit.run_grid(points, args)
-    p = perfmodel.calibrate(rows)
-    with open(os.path.join(args.out, "model.txt"), "w") as f:
-        perfmodel.report(rows, p, f)
-    perfmodel.report(rows, p)
-    for path in perfmodel.plot(rows, p, args.out, "(sweep)"):
-        print("wrote", path)
+    perfmodel.check(rows, args.out, "(sweep)")
 
 
 if __name__ == "__main__":

@@ -179,6 +179,7 @@ absl::StatusOr<Dataset> OpenDataset(const std::string& dir) {
     }
     total += shard.records();
     ds.indexes.push_back(*std::move(index));
+    ds.files.push_back(*std::move(file));
   }
   if (total != ds.manifest.records()) {
     return absl::DataLossError(absl::StrCat(path, ": shards hold ", total,

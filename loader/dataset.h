@@ -62,6 +62,9 @@ struct Dataset {
   std::string dir;
   shardps::DatasetManifest manifest;
   std::vector<RecordIndex> indexes;  // per shard, in manifest order
+  // Per shard, the data file opened (and sized) by OpenDataset; loaders
+  // read through these, so an HTTP data set is not opened twice.
+  std::vector<std::shared_ptr<const RandomAccessFile>> files;
 
   std::string ShardPath(size_t shard) const;
 };

@@ -172,10 +172,7 @@ absl::StatusOr<std::unique_ptr<Loader>> MakePrefetchLoader(
   for (size_t k = 0; k < dataset.indexes.size(); ++k) {
     const uint64_t last = first + dataset.indexes[k].offsets.size();
     if (first < part.end && part.begin < last) {
-      absl::StatusOr<std::unique_ptr<RecordReader>> f =
-          RecordReader::Open(dataset.ShardPath(k));
-      if (!f.ok()) return f.status();
-      files.push_back(*std::move(f));
+      files.push_back(std::make_unique<RecordReader>(dataset.files[k]));
     } else {
       files.push_back(nullptr);
     }

@@ -117,7 +117,8 @@ absl::StatusOr<std::unique_ptr<RecordReader>> RecordReader::Open(
     const std::string& name) {
   absl::StatusOr<std::unique_ptr<RandomAccessFile>> file = OpenFile(name);
   if (!file.ok()) return file.status();
-  return std::unique_ptr<RecordReader>(new RecordReader(*std::move(file)));
+  return std::make_unique<RecordReader>(
+      std::shared_ptr<const RandomAccessFile>(*std::move(file)));
 }
 
 absl::StatusOr<uint64_t> RecordReader::ReadAt(uint64_t offset,

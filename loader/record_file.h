@@ -63,6 +63,9 @@ class RecordReader {
   // names a missing file.
   static absl::StatusOr<std::unique_ptr<RecordReader>> Open(
       const std::string& name);
+  // Reads an already opened file, which the reader shares.
+  explicit RecordReader(std::shared_ptr<const RandomAccessFile> file)
+      : file_(std::move(file)) {}
   RecordReader(const RecordReader&) = delete;
   RecordReader& operator=(const RecordReader&) = delete;
 
@@ -90,10 +93,7 @@ class RecordReader {
   }
 
  private:
-  explicit RecordReader(std::unique_ptr<RandomAccessFile> file)
-      : file_(std::move(file)) {}
-
-  const std::unique_ptr<RandomAccessFile> file_;
+  const std::shared_ptr<const RandomAccessFile> file_;
 };
 
 // The index of a record file: its record offsets and the size of the file

@@ -50,9 +50,7 @@ class SequentialLoader final : public Loader {
     std::string block;
     uint64_t id = 0;
     for (size_t k = 0; k < dataset_.indexes.size(); ++k) {
-      absl::StatusOr<std::unique_ptr<RecordReader>> reader =
-          RecordReader::Open(dataset_.ShardPath(k));
-      if (!reader.ok()) return reader.status();
+      const RecordReader reader(dataset_.files[k]);
       const RecordIndex& index = dataset_.indexes[k];
       size_t first = 0;
       while (first < index.offsets.size()) {
@@ -63,7 +61,7 @@ class SequentialLoader final : public Loader {
         }
         const uint64_t end =
             last < index.offsets.size() ? index.offsets[last] : index.data_size;
-        absl::Status s = (*reader)->ReadRecords(
+        absl::Status s = reader.ReadRecords(
             &index.offsets[first], last - first, end, &block,
             [&](uint64_t offset, absl::string_view payload) {
               const uint64_t this_id = id++;
@@ -71,7 +69,7 @@ class SequentialLoader final : public Loader {
                 return absl::OkStatus();
               }
               const uint64_t local = this_id - partition_.begin;
-              return Decode(**reader, offset, payload,
+              return Decode(reader, offset, payload,
                             &features_store_[local * features_],
                             &labels_store_[local]);
             });

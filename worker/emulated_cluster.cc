@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -35,7 +36,8 @@ absl::StatusOr<std::unique_ptr<EmulatedCluster>> EmulatedCluster::Create(
                           absl::StrCat("--server_link=", options.server_link),
                           absl::StrCat("--worker_link=", options.worker_link),
                           absl::StrCat("--storage_link=", options.storage_link),
-                          absl::StrCat("--data_root=", options.data_root)});
+                          absl::StrCat("--data_root=", options.data_root)},
+                         options.log_dir + "/emucluster-up.log");
   if (!s.ok()) {
     return absl::Status(s.code(),
                         absl::StrCat("emulated cluster setup: ", s.message()));
@@ -53,16 +55,39 @@ absl::Status EmulatedCluster::TearDown() {
   }
   if (!up_) return absl::OkStatus();
   up_ = false;
-  return RunScript({"down", absl::StrCat("--name=", options_.name)});
+  return RunScript({"down", absl::StrCat("--name=", options_.name)},
+                   options_.log_dir + "/emucluster-down.log");
 }
 
-absl::Status EmulatedCluster::RunScript(
-    const std::vector<std::string>& args) const {
+absl::StatusOr<std::vector<shardps::LinkStats>> EmulatedCluster::LinkStats()
+    const {
+  const std::string path = options_.log_dir + "/link-stats.txt";
+  if (absl::Status s =
+          RunScript({"stats", absl::StrCat("--name=", options_.name)}, path);
+      !s.ok()) {
+    return s;
+  }
+  std::vector<shardps::LinkStats> stats;
+  std::ifstream in(path);
+  std::string host, device;
+  double sent, dropped;
+  while (in >> host >> device >> sent >> dropped) {
+    shardps::LinkStats& l = stats.emplace_back();
+    l.set_host(host);
+    l.set_device(device);
+    l.set_sent_bytes(sent);
+    l.set_dropped_packets(dropped);
+  }
+  return stats;
+}
+
+absl::Status EmulatedCluster::RunScript(const std::vector<std::string>& args,
+                                        const std::string& log_path) const {
   std::vector<std::string> argv = {ps::SiblingBinary("shardps-emucluster")};
   argv.insert(argv.end(), args.begin(), args.end());
   absl::StatusOr<std::unique_ptr<ps::ChildProcess>> script =
       ps::ChildProcess::Start(absl::StrCat("emucluster ", args[0]), argv,
-                              options_.log_path);
+                              log_path);
   if (!script.ok()) return script.status();
   return (*script)->Wait(absl::Now() + absl::Seconds(120));
 }

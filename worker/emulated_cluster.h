@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "proto/summary.pb.h"
 
 namespace worker {
 
@@ -34,7 +35,7 @@ struct EmulatedClusterOptions {
   std::string storage_link = "400mbit";
   std::string data_root;  // served by the storage host's nginx
   std::string subnet = "10.213";
-  std::string log_path;  // the setup script's output
+  std::string log_dir;  // the setup script's output: emucluster-*.log
 };
 
 class EmulatedCluster {
@@ -54,11 +55,14 @@ class EmulatedCluster {
   // (and kills) outside the cluster.
   absl::Status EnterControlHost();
   absl::Status TearDown();
+  // Bytes sent and packets dropped on every capped link so far.
+  absl::StatusOr<std::vector<shardps::LinkStats>> LinkStats() const;
 
  private:
   explicit EmulatedCluster(EmulatedClusterOptions options)
       : options_(std::move(options)) {}
-  absl::Status RunScript(const std::vector<std::string>& args) const;
+  absl::Status RunScript(const std::vector<std::string>& args,
+                         const std::string& log_path) const;
   HostSlot Slot(const std::string& ns, const std::string& address) const;
 
   const EmulatedClusterOptions options_;

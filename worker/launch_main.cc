@@ -129,7 +129,7 @@ int main(int argc, char** argv) {
     co.storage_link = absl::GetFlag(FLAGS_storage_link);
     co.subnet = absl::GetFlag(FLAGS_subnet);
     co.data_root = Absolute(data);
-    co.log_path = o.run_dir + "/emucluster.log";
+    co.log_dir = o.run_dir;
     absl::StatusOr<std::unique_ptr<worker::EmulatedCluster>> c =
         worker::EmulatedCluster::Create(co);
     if (!c.ok()) return Fail(c.status());
@@ -156,6 +156,18 @@ int main(int argc, char** argv) {
       worker::Launch(o, wait_for_stop);
   grpc_runtime.reset();
   if (cluster != nullptr) {
+    absl::StatusOr<std::vector<shardps::LinkStats>> links =
+        cluster->LinkStats();
+    if (links.ok() && summary.ok()) {
+      for (shardps::LinkStats& l : *links) {
+        *summary->add_link_stats() = std::move(l);
+      }
+      if (absl::Status s =
+              worker::WriteJsonFile(*summary, o.run_dir + "/summary.json");
+          !s.ok()) {
+        absl::FPrintF(stderr, "shardps-launch: %s\n", s.ToString());
+      }
+    }
     if (absl::Status s = cluster->TearDown(); !s.ok()) {
       absl::FPrintF(stderr, "shardps-launch: teardown: %s\n", s.ToString());
     }

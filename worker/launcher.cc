@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -43,6 +44,24 @@ CpuTimes ReadCpuTimes() {
     if (i != 4 && i != 5) t.busy += v;  // idle and iowait are not busy
   }
   return t;
+}
+
+// (end time, samples) of every step in a worker's metrics file.
+std::vector<StepEnd> StepEnds(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);  // header
+  std::vector<StepEnd> steps;
+  while (std::getline(in, line)) {
+    std::vector<absl::string_view> f = absl::StrSplit(line, ',');
+    double end = 0;
+    int batch = 0;
+    if (f.size() >= 9 && absl::SimpleAtod(f[8], &end) &&
+        absl::SimpleAtoi(f[2], &batch)) {
+      steps.emplace_back(end, batch);
+    }
+  }
+  return steps;
 }
 
 // Steps a worker has logged: lines of its metrics file after the header.
@@ -251,8 +270,17 @@ class Run {
       *summary_.add_per_worker() = w;
     }
     if (summary_.train_seconds() > 0) {
-      summary_.set_samples_per_second(samples / summary_.train_seconds());
+      summary_.set_overall_samples_per_second(samples /
+                                              summary_.train_seconds());
     }
+    std::vector<std::vector<StepEnd>> steps;
+    for (int r = 0; r < o_.workers; ++r) {
+      steps.push_back(
+          StepEnds(absl::StrCat(o_.run_dir, "/metrics-", r, ".csv")));
+    }
+    const double steady = SteadySamplesPerSecond(steps);
+    summary_.set_samples_per_second(
+        steady > 0 ? steady : summary_.overall_samples_per_second());
     if (summary_.samples_per_second() > 0) {
       summary_.set_epoch_seconds(records / summary_.samples_per_second());
     }
@@ -268,6 +296,24 @@ class Run {
 };
 
 }  // namespace
+
+double SteadySamplesPerSecond(
+    const std::vector<std::vector<StepEnd>>& workers) {
+  double start = 0, end = 1e300;
+  for (const auto& w : workers) {
+    if (w.empty()) return 0;
+    start = std::max(start, w.front().first);
+    end = std::min(end, w.back().first);
+  }
+  if (end <= start) return 0;
+  double samples = 0;
+  for (const auto& w : workers) {
+    for (const auto& [t, n] : w) {
+      if (t > start && t <= end) samples += n;
+    }
+  }
+  return samples / (end - start);
+}
 
 absl::StatusOr<shardps::RunSummary> Launch(const LaunchOptions& options,
                                            const StopWait& wait_for_stop) {

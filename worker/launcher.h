@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -43,6 +44,14 @@ struct LaunchOptions {
   // Between progress updates; on a terminal the line is rewritten in place.
   absl::Duration progress_every = absl::Seconds(1);
 };
+
+// When a worker's step ended (unix seconds) and how many samples it took.
+using StepEnd = std::pair<double, int>;
+
+// Samples per second of all workers together while all of them train: the
+// samples of steps ending in (latest first step, earliest last step] over
+// that window. 0 when the windows do not overlap or a worker has no steps.
+double SteadySamplesPerSecond(const std::vector<std::vector<StepEnd>>& workers);
 
 // Waits up to the given time for a stop request (Ctrl-C, SIGTERM); true if
 // one came.

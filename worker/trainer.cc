@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -101,8 +102,10 @@ absl::StatusOr<shardps::WorkerSummary> Train(ps::Client& client,
     test = *std::move(t);
   }
 
-  // Rank 0 creates the table (seeded, initialised on the servers); the
-  // others wait for it.
+  // Every rank asks for the same table (seeded, initialised on the
+  // servers); CreateTable is idempotent for an identical spec, so the first
+  // request creates it and no rank waits for another. A rank started with
+  // different model flags gets ALREADY_EXISTS.
   ps::TableOptions table;
   table.name = options.table;
   table.num_params = mlp.num_params();
@@ -113,10 +116,7 @@ absl::StatusOr<shardps::WorkerSummary> Train(ps::Client& client,
     table.init_segments.push_back(ToSegment(t, seed++));
   }
   const absl::Time table_start = absl::Now();
-  if (absl::Status s = options.rank == 0
-                           ? client.CreateTable(table)
-                           : client.OpenTable(table, options.table_timeout);
-      !s.ok()) {
+  if (absl::Status s = client.CreateTable(table); !s.ok()) {
     return s;
   }
 
@@ -127,11 +127,19 @@ absl::StatusOr<shardps::WorkerSummary> Train(ps::Client& client,
   if (!metrics) {
     return absl::UnavailableError(absl::StrCat("cannot write ", metrics_path));
   }
-  metrics << "epoch,step,batch,loss,read_ms,compute_ms,pull_ms,push_ms\n";
+  // end_unix_s (when the step ended, wall clock) lets the launcher line up
+  // the workers' steps.
+  metrics << "epoch,step,batch,loss,read_ms,compute_ms,pull_ms,push_ms,"
+             "end_unix_s\n";
 
   const uint64_t p = mlp.num_params();
   std::vector<float> params(p), grad(p);
-  model::Mlp::Workspace ws = mlp.MakeWorkspace(std::max(options.batch, 1000));
+  // Sized for what this rank runs: first touches of fresh pages are slow
+  // here (see DESIGN.md), and every worker pays them before its first step.
+  model::Mlp::Workspace ws =
+      mlp.MakeWorkspace(options.emulate_compute_ms > 0 ? 1 : options.batch);
+  std::optional<model::Mlp::Workspace> eval_ws;
+  if (test != nullptr) eval_ws.emplace(mlp.MakeWorkspace(1000));
   shardps::WorkerSummary summary;
   summary.set_rank(options.rank);
   summary.set_world(options.world);
@@ -193,10 +201,11 @@ absl::StatusOr<shardps::WorkerSummary> Train(ps::Client& client,
       summary.set_pull_seconds(summary.pull_seconds() + Seconds(t2 - t1));
       summary.set_compute_seconds(summary.compute_seconds() + Seconds(t3 - t2));
       summary.set_push_seconds(summary.push_seconds() + Seconds(t4 - t3));
-      metrics << absl::StrFormat(
-          "%d,%d,%d,%.5f,%.3f,%.3f,%.3f,%.3f\n", epoch, summary.steps(),
-          (*batch)->size, loss, 1e3 * Seconds(t1 - t0), 1e3 * Seconds(t3 - t2),
-          1e3 * Seconds(t2 - t1), 1e3 * Seconds(t4 - t3));
+      metrics << absl::StrFormat("%d,%d,%d,%.5f,%.3f,%.3f,%.3f,%.3f,%.6f\n",
+                                 epoch, summary.steps(), (*batch)->size, loss,
+                                 1e3 * Seconds(t1 - t0), 1e3 * Seconds(t3 - t2),
+                                 1e3 * Seconds(t2 - t1), 1e3 * Seconds(t4 - t3),
+                                 absl::ToUnixMicros(t4) * 1e-6);
       loss_sum += loss;
       ++epoch_steps;
       summary.set_steps(summary.steps() + 1);
@@ -222,7 +231,8 @@ absl::StatusOr<shardps::WorkerSummary> Train(ps::Client& client,
           !s.ok()) {
         return s;
       }
-      absl::StatusOr<double> acc = TestAccuracy(mlp, params.data(), *test, &ws);
+      absl::StatusOr<double> acc =
+          TestAccuracy(mlp, params.data(), *test, &*eval_ws);
       if (!acc.ok()) return acc.status();
       summary.set_test_accuracy(*acc);
       absl::FPrintF(stderr,

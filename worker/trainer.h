@@ -37,8 +37,6 @@ struct TrainerOptions {
   // milliseconds and a zero gradient is pushed. Pulls and pushes still move
   // every parameter byte; the summary records that this was used.
   double emulate_compute_ms = 0;
-  // How long ranks other than 0 wait for rank 0 to create the table.
-  absl::Duration table_timeout = absl::Seconds(120);
 };
 
 // Trains and returns this worker's summary (proto/summary.proto).

@@ -56,8 +56,6 @@ ABSL_FLAG(double, emulate_compute_ms, 0,
           "forward/backward with a wait of this many ms and push a zero "
           "gradient (pulls and pushes still move every parameter). 0: real "
           "compute. Recorded in the summary.");
-ABSL_FLAG(double, table_timeout_s, 120,
-          "Ranks > 0: how long to wait for rank 0 to create the model table.");
 
 namespace {
 
@@ -121,7 +119,6 @@ int main(int argc, char** argv) {
   to.world = rw->world;
   to.run_dir = run_dir;
   to.progress_every = absl::GetFlag(FLAGS_progress_every);
-  to.table_timeout = absl::Seconds(absl::GetFlag(FLAGS_table_timeout_s));
   to.max_steps = absl::GetFlag(FLAGS_max_steps);
   to.emulate_compute_ms = absl::GetFlag(FLAGS_emulate_compute_ms);
   if (to.emulate_compute_ms < 0) {

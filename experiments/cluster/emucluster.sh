@@ -11,6 +11,7 @@
 #                      [--storage_link=400mbit] [--data_root=DIR]
 #   emucluster.sh down --name=N
 #   emucluster.sh list --name=N     # what exists now (empty when torn down)
+#   emucluster.sh stats --name=N    # bytes sent and packets dropped per link
 #
 # Hosts and addresses (SUBNET.0.0/16):
 #   N-ctl  SUBNET.0.1   the launcher's control host (no cap)
@@ -28,7 +29,7 @@ fi
 
 cmd=${1:-}; shift || true
 name="" servers=1 workers=1 subnet=10.213 data_root=""
-server_link=200mbit worker_link=1gbit storage_link=400mbit
+server_link=200mbit worker_link=1gbit storage_link=400mbit queue_pkts=${EMUCLUSTER_QUEUE_PKTS:-2000}
 for arg in "$@"; do
   case $arg in
     --name=*) name=${arg#*=} ;;
@@ -70,18 +71,45 @@ down() {
   rm -rf "/run/shardps-emucluster/$name"
 }
 
-# cap DEV_NS IFACE RATE: RATE each way on IFACE inside namespace DEV_NS.
+# kbit RATE: a tc rate ("800kbit", "200mbit", "1gbit") in kbit/s.
+kbit() {
+  [[ $1 =~ ^([0-9]+)(kbit|mbit|gbit)$ ]] || { echo "emucluster: rate $1 is not NUMBER{kbit,mbit,gbit}" >&2; exit 2; }
+  case ${BASH_REMATCH[2]} in
+    kbit) echo "${BASH_REMATCH[1]}" ;;
+    mbit) echo $((BASH_REMATCH[1] * 1000)) ;;
+    gbit) echo $((BASH_REMATCH[1] * 1000000)) ;;
+  esac
+}
+
+# shape NS DEV RATE: cap what leaves DEV at RATE with htb. Small packets
+# (TCP ACKs, window updates; IPv4 length < 128) get their own class with
+# priority, so that they pass the bulk data queued in the same direction
+# as they would through a switch port with a shallow buffer; the bulk
+# queue is deep (up to $queue_pkts packets) so that TCP sees a slow link,
+# not a lossy one.
+shape() {
+  local ns=$1 dev=$2 r
+  r=$(kbit "$3")
+  local t="ip netns exec $ns tc"
+  $t qdisc add dev "$dev" root handle 1: htb default 20
+  $t class add dev "$dev" parent 1: classid 1:1 htb rate "${r}kbit" ceil "${r}kbit" burst 64k cburst 64k quantum 30000
+  $t class add dev "$dev" parent 1:1 classid 1:10 htb rate "$((r / 10))kbit" ceil "${r}kbit" prio 0 quantum 30000
+  $t class add dev "$dev" parent 1:1 classid 1:20 htb rate "$((r - r / 10))kbit" ceil "${r}kbit" prio 1 quantum 30000
+  $t qdisc add dev "$dev" parent 1:10 handle 10: pfifo limit 1000
+  $t qdisc add dev "$dev" parent 1:20 handle 20: pfifo limit "$queue_pkts"
+  $t filter add dev "$dev" parent 1: protocol ip prio 1 u32 match u16 0x0000 0xff80 at 2 flowid 1:10
+}
+
+# cap NS IFACE RATE: RATE each way on IFACE inside namespace NS.
 cap() {
   local ns=$1 dev=$2 rate=$3
-  # Bursts of 64 KiB and a queue of up to 200 ms: TCP sees a slow link,
-  # not a lossy one.
-  ip netns exec "$ns" tc qdisc add dev "$dev" root tbf rate "$rate" burst 64kb latency 200ms
+  shape "$ns" "$dev" "$rate"
   ip -n "$ns" link add ifb0 type ifb
   ip -n "$ns" link set ifb0 up
   ip netns exec "$ns" tc qdisc add dev "$dev" handle ffff: ingress
   ip netns exec "$ns" tc filter add dev "$dev" parent ffff: protocol all u32 match u32 0 0 \
     action mirred egress redirect dev ifb0
-  ip netns exec "$ns" tc qdisc add dev ifb0 root tbf rate "$rate" burst 64kb latency 200ms
+  shape "$ns" ifb0 "$rate"
 }
 
 # host SHORT ADDRESS RATE: namespace NAME-SHORT on the bridge at ADDRESS.
@@ -130,9 +158,23 @@ CONF
   trap - ERR
 }
 
+# Per capped interface: "HOST DEV sent_bytes dropped_packets".
+stats() {
+  local ns dev line
+  for ns in $(namespaces); do
+    case $ns in "$name-sw" | "$name-ctl") continue ;; esac
+    for dev in eth0 ifb0; do
+      line=$(ip netns exec "$ns" tc -s qdisc show dev "$dev" 2>/dev/null | grep -m1 ' Sent ' || true)
+      [ -n "$line" ] || continue
+      echo "${ns#"$name"-} $dev $(echo "$line" | awk '{print $2}') $(echo "$line" | sed -E 's/.*dropped ([0-9]+).*/\1/')"
+    done
+  done
+}
+
 case $cmd in
   up) up ;;
+  stats) stats ;;
   down) down ;;
   list) namespaces ;;
-  *) echo "usage: emucluster.sh up|down|list --name=NAME [...]" >&2; exit 2 ;;
+  *) echo "usage: emucluster.sh up|down|list|stats --name=NAME [...]" >&2; exit 2 ;;
 esac

@@ -71,7 +71,9 @@ TEST_F(LauncherTest, LocalRunWritesACompleteSummary) {
     samples += w.samples();
   }
   EXPECT_DOUBLE_EQ(sum.init_seconds(), max_init);
-  EXPECT_NEAR(sum.samples_per_second(), samples / sum.train_seconds(), 1e-6);
+  EXPECT_NEAR(sum.overall_samples_per_second(), samples / sum.train_seconds(),
+              1e-6);
+  EXPECT_GT(sum.samples_per_second(), 0);
   EXPECT_NEAR(sum.epoch_seconds(), 2700 / sum.samples_per_second(), 1e-6);
   EXPECT_GT(sum.test_accuracy(), 1.0 / 3);
   EXPECT_GT(sum.cpu_seconds(), 0);
@@ -82,6 +84,22 @@ TEST_F(LauncherTest, LocalRunWritesACompleteSummary) {
   }
   EXPECT_EQ(sum.worker_args(0), "--model=mlp:16-8-3");
   testutil::ExpectNoProcessLeft(sum);
+}
+
+TEST(SteadySamplesPerSecondTest, CountsOnlyTheWindowWhereAllWorkersTrain) {
+  // Worker 0 steps at t = 10..20, worker 1 (starting late) at 14..24; both
+  // train in (14, 20]: worker 0's steps ending at 15..20 (6 x 8 samples)
+  // and worker 1's at 15..20 (6 x 4 samples) over 6 s.
+  std::vector<StepEnd> w0, w1;
+  for (int t = 10; t <= 20; ++t) w0.emplace_back(t, 8);
+  for (int t = 14; t <= 24; ++t) w1.emplace_back(t, 4);
+  EXPECT_DOUBLE_EQ(SteadySamplesPerSecond({w0, w1}), (6 * 8 + 6 * 4) / 6.0);
+  // One worker: its whole span after the first step.
+  EXPECT_DOUBLE_EQ(SteadySamplesPerSecond({w0}), 10 * 8 / 10.0);
+  // Windows that do not overlap, or a worker without steps: no figure.
+  std::vector<StepEnd> late = {{30, 1}, {31, 1}};
+  EXPECT_EQ(SteadySamplesPerSecond({w0, late}), 0);
+  EXPECT_EQ(SteadySamplesPerSecond({w0, {}}), 0);
 }
 
 TEST_F(LauncherTest, FailingWorkerStopsEverythingAndExitsNonZero) {

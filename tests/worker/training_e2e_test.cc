@@ -96,10 +96,11 @@ TEST_P(TrainingTest, TwoServersTwoWorkersLearn) {
     EXPECT_GT(Field(summary, "init_seconds"), 0) << summary;
     const std::string metrics =
         testutil::ReadFile(absl::StrCat(dir_, "/run/metrics-", rank, ".csv"));
-    EXPECT_EQ(
-        metrics.rfind(
-            "epoch,step,batch,loss,read_ms,compute_ms,pull_ms,push_ms\n", 0),
-        0u);
+    EXPECT_EQ(metrics.rfind(
+                  "epoch,step,batch,loss,read_ms,compute_ms,pull_ms,push_ms,"
+                  "end_unix_s\n",
+                  0),
+              0u);
     EXPECT_EQ(std::count(metrics.begin(), metrics.end(), '\n'), 1 + 4 * 113);
   }
   // Four classes: chance is 25%.
