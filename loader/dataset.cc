@@ -141,7 +141,10 @@ absl::StatusOr<Dataset> OpenDataset(const std::string& dir) {
   Dataset ds;
   ds.dir = dir;
   const std::string path = absl::StrCat(dir, "/", kManifestFile);
-  absl::StatusOr<std::string> text = ReadWholeFile(path);
+  // One connection cache for all of the data set's files (for http://).
+  std::shared_ptr<HttpConnections> connections =
+      IsUrl(dir) ? NewHttpConnections() : nullptr;
+  absl::StatusOr<std::string> text = ReadWholeFile(path, connections);
   if (!text.ok()) {
     if (!absl::IsNotFound(text.status())) return text.status();
     return absl::NotFoundError(absl::StrCat("no manifest at ", path));
@@ -160,13 +163,14 @@ absl::StatusOr<Dataset> OpenDataset(const std::string& dir) {
   for (const shardps::ShardFile& shard : ds.manifest.shards()) {
     const std::string data = absl::StrCat(dir, "/", shard.data_file());
     const std::string index_path = absl::StrCat(dir, "/", shard.index_file());
-    absl::StatusOr<std::unique_ptr<RandomAccessFile>> file = OpenFile(data);
+    absl::StatusOr<std::unique_ptr<RandomAccessFile>> file =
+        OpenFile(data, connections);
     if (!file.ok()) {
       if (!absl::IsNotFound(file.status())) return file.status();
       return absl::NotFoundError(
           absl::StrCat("shard ", data, " named in ", path, " is missing"));
     }
-    absl::StatusOr<RecordIndex> index = ReadIndex(index_path);
+    absl::StatusOr<RecordIndex> index = ReadIndex(index_path, connections);
     if (!index.ok()) return index.status();
     const uint64_t size = (*file)->size();
     if (size != shard.bytes() || size != index->data_size ||

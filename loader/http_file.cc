@@ -1,6 +1,9 @@
 // RandomAccessFile over HTTP: the size from a HEAD request, every read a
-// range request. Easy handles are pooled so that concurrent readers each
-// keep a connection alive instead of reconnecting per read.
+// range request. libcurl easy handles, each holding a kept-alive
+// connection, are pooled in HttpConnections and shared by all files opened
+// with it: concurrent readers each borrow one instead of reconnecting per
+// read or per file. (libcurl's own shared connection cache is not safe
+// across threads, hence a pool of whole handles.)
 #include <curl/curl.h>
 
 #include <cstring>
@@ -38,10 +41,9 @@ size_t WriteToSink(char* data, size_t size, size_t count, void* user) {
 
 // A fresh handle with the settings every request shares. Proxies from the
 // environment are ignored: storage is always addressed directly.
-absl::StatusOr<CurlHandle> NewHandle(const std::string& url) {
+absl::StatusOr<CurlHandle> NewHandle() {
   CurlHandle h(curl_easy_init());
   if (h == nullptr) return absl::InternalError("curl_easy_init failed");
-  curl_easy_setopt(h.get(), CURLOPT_URL, url.c_str());
   curl_easy_setopt(h.get(), CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(h.get(), CURLOPT_NOPROXY, "*");
   curl_easy_setopt(h.get(), CURLOPT_CONNECTTIMEOUT_MS, 10000L);
@@ -68,19 +70,63 @@ absl::Status HttpStatusError(const std::string& url, long http_code) {
                           : absl::UnavailableError(message);
 }
 
+}  // namespace
+
+class HttpConnections {
+ public:
+  HttpConnections() = default;
+  HttpConnections(const HttpConnections&) = delete;
+  HttpConnections& operator=(const HttpConnections&) = delete;
+
+  // An idle handle (with its connection), or a new one, set to `url`.
+  absl::StatusOr<CurlHandle> Borrow(const std::string& url) {
+    CurlHandle h;
+    {
+      absl::MutexLock lock(&mu_);
+      if (!idle_.empty()) {
+        h = std::move(idle_.back());
+        idle_.pop_back();
+      }
+    }
+    if (h == nullptr) {
+      absl::StatusOr<CurlHandle> fresh = NewHandle();
+      if (!fresh.ok()) return fresh.status();
+      h = *std::move(fresh);
+    }
+    curl_easy_setopt(h.get(), CURLOPT_URL, url.c_str());
+    return h;
+  }
+
+  // Returns a handle after a successful transfer, to be reused.
+  void Return(CurlHandle h) {
+    absl::MutexLock lock(&mu_);
+    idle_.push_back(std::move(h));
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::vector<CurlHandle> idle_ ABSL_GUARDED_BY(mu_);
+};
+
+std::shared_ptr<HttpConnections> NewHttpConnections() {
+  return std::make_shared<HttpConnections>();
+}
+
+namespace {
+
 class HttpFile final : public RandomAccessFile {
  public:
-  HttpFile(std::string url, uint64_t size, CurlHandle first)
-      : RandomAccessFile(std::move(url), size) {
-    idle_.push_back(std::move(first));
-  }
+  HttpFile(std::string url, uint64_t size,
+           std::shared_ptr<HttpConnections> connections)
+      : RandomAccessFile(std::move(url), size),
+        connections_(std::move(connections)) {}
   HttpFile(const HttpFile&) = delete;
   HttpFile& operator=(const HttpFile&) = delete;
 
  private:
   absl::Status ReadInside(uint64_t offset, char* out,
                           uint64_t n) const override {
-    absl::StatusOr<CurlHandle> h = Borrow();
+    absl::StatusOr<CurlHandle> h = connections_->Borrow(name());
     if (!h.ok()) return h.status();
     CURL* c = h->get();
     const std::string range = absl::StrCat(offset, "-", offset + n - 1);
@@ -115,38 +161,22 @@ class HttpFile final : public RandomAccessFile {
           absl::StrCat(name(), ": short read at byte offset ", offset, ": got ",
                        sink.received, " of ", n, " bytes"));
     }
-    Return(*std::move(h));
+    connections_->Return(*std::move(h));
     return absl::OkStatus();
   }
 
-  absl::StatusOr<CurlHandle> Borrow() const {
-    {
-      absl::MutexLock lock(&mu_);
-      if (!idle_.empty()) {
-        CurlHandle h = std::move(idle_.back());
-        idle_.pop_back();
-        return h;
-      }
-    }
-    return NewHandle(name());
-  }
-
-  void Return(CurlHandle h) const {
-    absl::MutexLock lock(&mu_);
-    idle_.push_back(std::move(h));
-  }
-
-  mutable absl::Mutex mu_;
-  mutable std::vector<CurlHandle> idle_ ABSL_GUARDED_BY(mu_);
+  const std::shared_ptr<HttpConnections> connections_;
 };
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenHttpFile(
-    const std::string& url) {
-  absl::StatusOr<CurlHandle> h = NewHandle(url);
+    const std::string& url, std::shared_ptr<HttpConnections> connections) {
+  absl::StatusOr<CurlHandle> h = connections->Borrow(url);
   if (!h.ok()) return h.status();
   char detail[CURL_ERROR_SIZE] = {0};
+  // A pooled handle may still carry the range of its last read.
+  curl_easy_setopt(h->get(), CURLOPT_RANGE, nullptr);
   curl_easy_setopt(h->get(), CURLOPT_NOBODY, 1L);
   curl_easy_setopt(h->get(), CURLOPT_ERRORBUFFER, detail);
   const CURLcode code = curl_easy_perform(h->get());
@@ -161,8 +191,9 @@ absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenHttpFile(
     return absl::UnavailableError(
         absl::StrCat("cannot read ", url, ": the server sent no length"));
   }
+  connections->Return(*std::move(h));
   return std::make_unique<HttpFile>(url, static_cast<uint64_t>(length),
-                                    *std::move(h));
+                                    std::move(connections));
 }
 
 }  // namespace loader

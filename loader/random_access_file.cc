@@ -70,8 +70,10 @@ bool IsUrl(absl::string_view name) {
 }
 
 absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenFile(
-    const std::string& name) {
-  return IsUrl(name) ? OpenHttpFile(name) : OpenLocalFile(name);
+    const std::string& name, std::shared_ptr<HttpConnections> connections) {
+  if (!IsUrl(name)) return OpenLocalFile(name);
+  if (connections == nullptr) connections = NewHttpConnections();
+  return OpenHttpFile(name, std::move(connections));
 }
 
 absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenLocalFile(
@@ -88,8 +90,10 @@ absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenLocalFile(
                                      static_cast<uint64_t>(st.st_size));
 }
 
-absl::StatusOr<std::string> ReadWholeFile(const std::string& name) {
-  absl::StatusOr<std::unique_ptr<RandomAccessFile>> file = OpenFile(name);
+absl::StatusOr<std::string> ReadWholeFile(
+    const std::string& name, std::shared_ptr<HttpConnections> connections) {
+  absl::StatusOr<std::unique_ptr<RandomAccessFile>> file =
+      OpenFile(name, std::move(connections));
   if (!file.ok()) return file.status();
   std::string bytes((*file)->size(), '\0');
   if (absl::Status s =

@@ -48,21 +48,31 @@ class RandomAccessFile {
 // True for names that OpenFile reads over HTTP.
 bool IsUrl(absl::string_view name);
 
-// Opens a local path or an http:// URL. NOT_FOUND for a missing file (or
-// HTTP 404), UNAVAILABLE for an unreachable host.
+// A cache of kept-alive HTTP connections that the files opened with it
+// share (thread-safe), so that opening a data set's many small files (the
+// manifest, the indexes) does not open a connection per file.
+class HttpConnections;
+std::shared_ptr<HttpConnections> NewHttpConnections();
+
+// Opens a local path or an http:// URL (with `connections` when given, else
+// with its own). NOT_FOUND for a missing file (or HTTP 404), UNAVAILABLE
+// for an unreachable host.
 absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenFile(
-    const std::string& name);
+    const std::string& name,
+    std::shared_ptr<HttpConnections> connections = nullptr);
 absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenLocalFile(
     const std::string& path);
 absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenHttpFile(
-    const std::string& url);
+    const std::string& url, std::shared_ptr<HttpConnections> connections);
 
 // The status for a failed system call on `path` ("cannot WHAT PATH:
 // strerror"), from errno: NOT_FOUND for ENOENT, UNAVAILABLE otherwise.
 absl::Status FileError(absl::string_view what, const std::string& path);
 
 // The whole content of a local file or URL.
-absl::StatusOr<std::string> ReadWholeFile(const std::string& name);
+absl::StatusOr<std::string> ReadWholeFile(
+    const std::string& name,
+    std::shared_ptr<HttpConnections> connections = nullptr);
 
 }  // namespace loader
 

@@ -210,8 +210,10 @@ absl::Status WriteIndex(const std::string& path,
   return s;
 }
 
-absl::StatusOr<RecordIndex> ReadIndex(const std::string& path) {
-  absl::StatusOr<std::string> whole = ReadWholeFile(path);
+absl::StatusOr<RecordIndex> ReadIndex(
+    const std::string& path, std::shared_ptr<HttpConnections> connections) {
+  absl::StatusOr<std::string> whole =
+      ReadWholeFile(path, std::move(connections));
   if (!whole.ok()) return whole.status();
   const std::string& bytes = *whole;
   const uint64_t size = bytes.size();

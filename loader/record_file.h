@@ -109,7 +109,9 @@ struct RecordIndex {
 // `name` is a local path or an http:// URL. DATA_LOSS naming the file for a
 // wrong magic number, a truncated index, a CRC mismatch or offsets that are
 // not increasing inside the data.
-absl::StatusOr<RecordIndex> ReadIndex(const std::string& name);
+absl::StatusOr<RecordIndex> ReadIndex(
+    const std::string& name,
+    std::shared_ptr<HttpConnections> connections = nullptr);
 
 }  // namespace loader
 

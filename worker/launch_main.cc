@@ -120,6 +120,11 @@ int main(int argc, char** argv) {
       return Fail(absl::InvalidArgumentError(
           "--cluster=emulated needs --data (served by the storage host)"));
     }
+    if (geteuid() != 0) {
+      return Fail(absl::PermissionDeniedError(
+          "--cluster=emulated needs root (network namespaces and tc): run "
+          "it with sudo"));
+    }
     worker::EmulatedClusterOptions co;
     co.name = absl::StrCat("sps", getpid());
     co.servers = o.servers;

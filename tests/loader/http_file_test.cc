@@ -100,6 +100,24 @@ TEST_F(HttpFileTest, RangeReadsMatchTheLocalBytesFromManyThreads) {
   EXPECT_EQ(*ReadWholeFile(url_ + name), local);
 }
 
+TEST_F(HttpFileTest, FilesSharingConnectionsKeepTheirOwnSizesAndBytes) {
+  // One handle serves both files in turn: a range read of the first must
+  // not leak into the second's size request or reads.
+  std::shared_ptr<HttpConnections> connections = NewHttpConnections();
+  const std::string a = testutil::ReadFile(data_ + "/shard-00000.rec");
+  const std::string b = testutil::ReadFile(data_ + "/shard-00001.idx");
+  auto fa = *OpenFile(url_ + "/shard-00000.rec", connections);
+  std::string got(10, '\0');
+  ASSERT_TRUE(fa->ReadExactly(100, got.data(), 10, "bytes").ok());
+  EXPECT_EQ(got, a.substr(100, 10));
+  auto fb = *OpenFile(url_ + "/shard-00001.idx", connections);
+  EXPECT_EQ(fb->size(), b.size());
+  EXPECT_EQ(*ReadWholeFile(url_ + "/shard-00001.idx", connections), b);
+  got.assign(a.size(), '\0');
+  ASSERT_TRUE(fa->ReadExactly(0, got.data(), a.size(), "file").ok());
+  EXPECT_EQ(got, a);
+}
+
 TEST_F(HttpFileTest, DatasetAndBothLoadersAgreeWithLocalFiles) {
   absl::StatusOr<Dataset> remote = OpenDataset(url_);
   ASSERT_TRUE(remote.ok()) << remote.status();
