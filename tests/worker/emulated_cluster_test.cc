@@ -5,8 +5,10 @@
 // parallel loader's does not, and with capped server links 4 servers give
 // more throughput than 1. Needs root (CI runs as root).
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -32,6 +34,10 @@ std::string CommandOutput(const std::string& command) {
   return out;
 }
 
+int Lines(const std::string& text) {
+  return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+}
+
 class EmulatedClusterTest : public testing::Test {
  protected:
   void SetUp() override {
@@ -51,12 +57,16 @@ class EmulatedClusterTest : public testing::Test {
               0);
   }
 
-  // One emulated run; its summary. `name` names the run directory.
+  enum class Outcome { kOk, kFails, kInterrupted };
+
+  // One emulated run; its summary. `name` names the run directory. With
+  // kInterrupted the launcher gets SIGINT once rank 0 has trained a step.
   shardps::RunSummary Run(const std::string& name, int servers, int workers,
                           const std::string& loader,
                           const std::vector<std::string>& worker_args,
-                          bool expect_ok = true) {
+                          Outcome expect = Outcome::kOk) {
     const std::string run = absl::StrCat(dir_, "/", name);
+    const std::string host_links = CommandOutput("ip -o link show");
     std::unique_ptr<ps::ChildProcess> p = testutil::StartLaunch(
         [&] {
           std::vector<std::string> a = {"--cluster=emulated",
@@ -75,11 +85,22 @@ class EmulatedClusterTest : public testing::Test {
         run + ".log");
     EXPECT_NE(p, nullptr);
     const std::string prefix = absl::StrCat("sps", p->pid(), "-");
+    if (expect == Outcome::kInterrupted) {
+      const absl::Time deadline = absl::Now() + absl::Seconds(60);
+      while (absl::Now() < deadline &&
+             Lines(testutil::ReadFile(run + "/metrics-0.csv")) < 2) {
+        absl::SleepFor(absl::Milliseconds(50));
+      }
+      kill(p->pid(), SIGINT);
+    }
     absl::Status s = p->Wait(absl::Now() + absl::Seconds(300));
-    EXPECT_EQ(s.ok(), expect_ok) << s << "\n"
-                                 << testutil::ReadFile(run + ".log");
+    EXPECT_EQ(s.ok(), expect == Outcome::kOk)
+        << s << "\n"
+        << testutil::ReadFile(run + ".log");
     // Nothing of the cluster is left: no namespace (and with them no
-    // interface), no process, no nginx configuration.
+    // interface), the machine's own interfaces as before, no process, no
+    // nginx configuration.
+    EXPECT_EQ(CommandOutput("ip -o link show"), host_links);
     const std::string netns = CommandOutput("ip netns list");
     EXPECT_EQ(netns.find(prefix), std::string::npos) << netns;
     const std::string procs = CommandOutput("ps -eo args");
@@ -101,7 +122,7 @@ class EmulatedClusterTest : public testing::Test {
   const std::string dir_ = tmp_.path();
 };
 
-TEST_F(EmulatedClusterTest, TeardownLeavesNothingAfterSuccessAndFailure) {
+TEST_F(EmulatedClusterTest, TeardownLeavesNothingAfterSuccessFailureAndCtrlC) {
   const shardps::RunSummary ok =
       Run("ok", 2, 2, "parallel",
           {"--model=mlp:784-32-10", "--batch=32", "--max_steps=10"});
@@ -113,10 +134,17 @@ TEST_F(EmulatedClusterTest, TeardownLeavesNothingAfterSuccessAndFailure) {
       << ok.processes(0).host();
   EXPECT_EQ(ok.processes(3).host(), "10.213.2.2");
   const shardps::RunSummary failed =
-      Run("failed", 1, 2, "parallel", {"--model=mlp:5-3"}, false);
+      Run("failed", 1, 2, "parallel", {"--model=mlp:5-3"}, Outcome::kFails);
   EXPECT_FALSE(failed.ok());
   EXPECT_NE(failed.error().find("takes 5 features"), std::string::npos)
       << failed.error();
+  const shardps::RunSummary stopped =
+      Run("stopped", 2, 2, "parallel",
+          {"--model=mlp:784-32-10", "--batch=32", "--epochs=1000"},
+          Outcome::kInterrupted);
+  EXPECT_FALSE(stopped.ok());
+  EXPECT_NE(stopped.error().find("stopped by a signal"), std::string::npos)
+      << stopped.error();
 }
 
 TEST_F(EmulatedClusterTest, ShortABShowsBothEffectsInTheRightDirection) {
