@@ -1,7 +1,11 @@
 #include "loader/dataset.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <fstream>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -39,6 +43,40 @@ class FirstError : public google::protobuf::io::ErrorCollector {
  private:
   std::string first_;
 };
+
+constexpr int kOpenThreads = 8;
+
+// Opens one shard's data file and reads its index, checking that the
+// manifest, the index and the file's size agree.
+absl::Status OpenShard(const std::string& dir, const std::string& manifest,
+                       const shardps::ShardFile& shard,
+                       std::shared_ptr<HttpConnections> connections,
+                       std::shared_ptr<const RandomAccessFile>* file_out,
+                       RecordIndex* index_out) {
+  const std::string data = absl::StrCat(dir, "/", shard.data_file());
+  absl::StatusOr<std::unique_ptr<RandomAccessFile>> file =
+      OpenFile(data, connections);
+  if (!file.ok()) {
+    if (!absl::IsNotFound(file.status())) return file.status();
+    return absl::NotFoundError(
+        absl::StrCat("shard ", data, " named in ", manifest, " is missing"));
+  }
+  absl::StatusOr<RecordIndex> index =
+      ReadIndex(absl::StrCat(dir, "/", shard.index_file()), connections);
+  if (!index.ok()) return index.status();
+  const uint64_t size = (*file)->size();
+  if (size != shard.bytes() || size != index->data_size ||
+      index->offsets.size() != shard.records()) {
+    return absl::DataLossError(absl::StrCat(
+        data, " disagrees with ", manifest, " or its index: file has ", size,
+        " bytes (manifest ", shard.bytes(), ", index ", index->data_size,
+        "), index has ", index->offsets.size(), " records (manifest ",
+        shard.records(), ")"));
+  }
+  *index_out = *std::move(index);
+  *file_out = *std::move(file);
+  return absl::OkStatus();
+}
 
 }  // namespace
 
@@ -159,31 +197,28 @@ absl::StatusOr<Dataset> OpenDataset(const std::string& dir) {
   if (absl::Status s = CheckSampleSpec(ds.manifest); !s.ok()) {
     return absl::DataLossError(absl::StrCat(path, ": ", s.message()));
   }
+  // Shards are opened and their indexes read concurrently: on remote
+  // storage each is a few round trips of waiting.
+  const int k = ds.manifest.shards_size();
+  std::vector<absl::Status> statuses(k);
+  ds.indexes.resize(k);
+  ds.files.resize(k);
+  std::vector<std::thread> openers;
+  const int threads = IsUrl(dir) ? std::min(k, kOpenThreads) : 1;
+  std::atomic<int> next{0};
+  auto open_shards = [&] {
+    for (int i = next++; i < k; i = next++) {
+      statuses[i] = OpenShard(dir, path, ds.manifest.shards(i), connections,
+                              &ds.files[i], &ds.indexes[i]);
+    }
+  };
+  for (int t = 1; t < threads; ++t) openers.emplace_back(open_shards);
+  open_shards();
+  for (std::thread& t : openers) t.join();
   uint64_t total = 0;
-  for (const shardps::ShardFile& shard : ds.manifest.shards()) {
-    const std::string data = absl::StrCat(dir, "/", shard.data_file());
-    const std::string index_path = absl::StrCat(dir, "/", shard.index_file());
-    absl::StatusOr<std::unique_ptr<RandomAccessFile>> file =
-        OpenFile(data, connections);
-    if (!file.ok()) {
-      if (!absl::IsNotFound(file.status())) return file.status();
-      return absl::NotFoundError(
-          absl::StrCat("shard ", data, " named in ", path, " is missing"));
-    }
-    absl::StatusOr<RecordIndex> index = ReadIndex(index_path, connections);
-    if (!index.ok()) return index.status();
-    const uint64_t size = (*file)->size();
-    if (size != shard.bytes() || size != index->data_size ||
-        index->offsets.size() != shard.records()) {
-      return absl::DataLossError(absl::StrCat(
-          data, " disagrees with ", path, " or its index: file has ", size,
-          " bytes (manifest ", shard.bytes(), ", index ", index->data_size,
-          "), index has ", index->offsets.size(), " records (manifest ",
-          shard.records(), ")"));
-    }
-    total += shard.records();
-    ds.indexes.push_back(*std::move(index));
-    ds.files.push_back(*std::move(file));
+  for (int i = 0; i < k; ++i) {
+    if (!statuses[i].ok()) return statuses[i];
+    total += ds.manifest.shards(i).records();
   }
   if (total != ds.manifest.records()) {
     return absl::DataLossError(absl::StrCat(path, ": shards hold ", total,

@@ -399,40 +399,54 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
 
 absl::Status Client::WaitReady(absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
+  // All servers at once: connection set-up is mostly waiting, and a worker
+  // among many starting together should not pay it once per server.
+  std::vector<absl::Status> statuses(num_servers());
+  std::vector<std::thread> waiters;
   for (int s = 0; s < num_servers(); ++s) {
-    ServerConn& server = *servers_[s];
-    grpc::Status last;
-    while (true) {
-      grpc::ClientContext context;
-      context.set_wait_for_ready(true);
-      context.set_deadline(absl::ToChronoTime(deadline));
-      // An empty HealthCheckRequest asks about the server as a whole.
-      grpc::Slice empty;
-      grpc::ByteBuffer request(&empty, 1), response;
-      absl::Notification done;
-      server.bulk_stubs[0]->UnaryCall(&context, kHealthCheckMethod,
-                                      grpc::StubOptions(), &request, &response,
-                                      [&](grpc::Status status) {
-                                        last = std::move(status);
-                                        done.Notify();
-                                      });
-      done.WaitForNotification();
-      if (last.ok()) {
-        grpc::Slice reply;
-        // HealthCheckResponse{status: SERVING} encodes as 08 01.
-        if (response.DumpToSingleSlice(&reply).ok() && reply.size() == 2 &&
-            reply.begin()[0] == 0x08 && reply.begin()[1] == 0x01) {
-          break;
-        }
-        last = grpc::Status(grpc::StatusCode::UNAVAILABLE, "not serving yet");
-      }
-      if (absl::Now() >= deadline) {
-        return server.Annotate("waiting for readiness", s, last);
-      }
-      absl::SleepFor(absl::Milliseconds(20));  // polling interval
-    }
+    waiters.emplace_back([this, s, deadline, &statuses] {
+      statuses[s] = WaitServer(s, deadline);
+    });
+  }
+  for (std::thread& t : waiters) t.join();
+  for (const absl::Status& status : statuses) {
+    if (!status.ok()) return status;
   }
   return absl::OkStatus();
+}
+
+absl::Status Client::WaitServer(int s, absl::Time deadline) {
+  ServerConn& server = *servers_[s];
+  grpc::Status last;
+  while (true) {
+    grpc::ClientContext context;
+    context.set_wait_for_ready(true);
+    context.set_deadline(absl::ToChronoTime(deadline));
+    // An empty HealthCheckRequest asks about the server as a whole.
+    grpc::Slice empty;
+    grpc::ByteBuffer request(&empty, 1), response;
+    absl::Notification done;
+    server.bulk_stubs[0]->UnaryCall(&context, kHealthCheckMethod,
+                                    grpc::StubOptions(), &request, &response,
+                                    [&](grpc::Status status) {
+                                      last = std::move(status);
+                                      done.Notify();
+                                    });
+    done.WaitForNotification();
+    if (last.ok()) {
+      grpc::Slice reply;
+      // HealthCheckResponse{status: SERVING} encodes as 08 01.
+      if (response.DumpToSingleSlice(&reply).ok() && reply.size() == 2 &&
+          reply.begin()[0] == 0x08 && reply.begin()[1] == 0x01) {
+        return absl::OkStatus();
+      }
+      last = grpc::Status(grpc::StatusCode::UNAVAILABLE, "not serving yet");
+    }
+    if (absl::Now() >= deadline) {
+      return server.Annotate("waiting for readiness", s, last);
+    }
+    absl::SleepFor(absl::Milliseconds(20));  // polling interval
+  }
 }
 
 absl::Status Client::CreateTable(const TableOptions& table) {

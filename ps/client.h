@@ -101,6 +101,8 @@ class Client {
   class BulkOp;       // implementation detail, defined in client.cc
 
  private:
+  // Polls server `s`'s health service until it serves or `deadline`.
+  absl::Status WaitServer(int s, absl::Time deadline);
   explicit Client(ClientOptions options);
   absl::StatusOr<const RangePartition*> FindTable(absl::string_view table,
                                                   uint64_t begin, uint64_t end);
