@@ -10,6 +10,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   zlib1g-dev libcurl4-openssl-dev dataset-fashion-mnist
   nginx-light iproute2 procps python3-matplotlib  # the emulated cluster and experiments/
+  slurm-wlm munge openmpi-bin  # deploy tests: a real Slurm and mpirun
 )
 
 missing=()

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# shardps under mpirun: every MPI rank runs this script; ranks below
+# SHARDPS_SERVERS become parameter servers, the others workers (worker rank =
+# MPI rank - SHARDPS_SERVERS). No MPI library is used: ranks meet through
+# the run directory, which must be on storage every host can write.
+#
+#   SHARDPS_SERVERS=2 SHARDPS_BIN=/opt/shardps/bin SHARDPS_RUN_DIR=/shared/run \
+#     mpirun -np 6 [--hostfile hosts] deploy/mpi/run.sh --data=/shared/fmnist
+#
+# Server rank i listens on SHARDPS_PORT+i (default 7070+i) and announces
+# HOST:PORT in RUN_DIR/mpi-JOB/servers/i, HOST being SHARDPS_SERVER_HOST or
+# `hostname`; workers wait for all announcements, train, and mark
+# RUN_DIR/mpi-JOB/done/RANK; servers stop when every worker is done. A rank
+# that fails makes mpirun stop the rest. Arguments are worker flags.
+set -euo pipefail
+
+rank=${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-}}
+size=${OMPI_COMM_WORLD_SIZE:-${PMI_SIZE:-}}
+if [ -z "$rank" ] || [ -z "$size" ]; then
+  echo "run.sh: no MPI rank in the environment; start it with mpirun" >&2
+  exit 2
+fi
+servers=${SHARDPS_SERVERS:-1}
+bin=${SHARDPS_BIN:?set SHARDPS_BIN to the directory holding shardps-server and shardps-worker}
+run_dir=${SHARDPS_RUN_DIR:?set SHARDPS_RUN_DIR to a directory every rank can write}
+port=${SHARDPS_PORT:-7070}
+timeout_s=${SHARDPS_START_TIMEOUT_S:-120}
+mpi_job=${PMIX_NAMESPACE:-${OMPI_MCA_ess_base_jobid:-mpi}}
+job="mpi-$mpi_job"
+meet="$run_dir/$job"
+workers=$((size - servers))
+if [ "$workers" -lt 1 ]; then
+  echo "run.sh: -np $size leaves no worker after $servers servers" >&2
+  exit 2
+fi
+mkdir -p "$meet/servers" "$meet/done"
+
+# wait_for DIR COUNT WHAT [LIMIT_S]: until DIR holds COUNT files; an error
+# after LIMIT_S seconds (0: no limit).
+wait_for() {
+  local waited=0 limit=${4:-0}
+  until [ "$(find "$1" -mindepth 1 -maxdepth 1 ! -name '*.tmp' | wc -l)" -ge "$2" ]; do
+    if [ "$limit" -gt 0 ] && [ "$waited" -ge $((limit * 10)) ]; then
+      echo "run.sh: rank $rank: waited ${limit}s for $3 in $1" >&2
+      exit 1
+    fi
+    sleep 0.1
+    waited=$((waited + 1))
+  done
+}
+
+if [ "$rank" -lt "$servers" ]; then
+  my_port=$((port + rank))
+  "$bin/shardps-server" --host=0.0.0.0 --port="$my_port" --job="$job" \
+    >"$run_dir/server-$rank.log" 2>&1 &
+  server=$!
+  # If mpirun stops this rank (a failed worker), stop the server with it.
+  trap 'kill -TERM $server 2>/dev/null; wait $server; exit 143' TERM INT
+  trap 'kill -TERM $server 2>/dev/null' EXIT
+  host=${SHARDPS_SERVER_HOST:-$(hostname)}
+  echo "$host:$my_port" >"$meet/servers/$rank.tmp"
+  mv "$meet/servers/$rank.tmp" "$meet/servers/$rank"
+  # However long training takes; if a worker fails, mpirun stops this rank.
+  wait_for "$meet/done" "$workers" "every worker to finish" 0
+  trap - EXIT
+  kill -TERM "$server"
+  wait "$server"
+else
+  wait_for "$meet/servers" "$servers" "every server to announce itself" "$timeout_s"
+  addrs=$(for ((i = 0; i < servers; i++)); do cat "$meet/servers/$i"; done | paste -sd, -)
+  worker=$((rank - servers))
+  "$bin/shardps-worker" --server_addrs="$addrs" --job="$job" \
+    --rank="$worker" --world="$workers" --run_dir="$run_dir" "$@" \
+    >"$run_dir/worker-$worker.log" 2>&1
+  touch "$meet/done/$worker"
+fi

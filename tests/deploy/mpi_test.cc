@@ -1,0 +1,102 @@
+// deploy/mpi/run.sh under a real OpenMPI mpirun (4 ranks on this host,
+// oversubscribed): ranks 0-1 serve, ranks 2-3 train; and a failing worker
+// makes the whole job fail without leaving a server behind. Needs Debian's
+// openmpi-bin (deploy/install-deps.sh); as root, OpenMPI's opt-in variables
+// are set.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "proto/summary.pb.h"
+#include "ps/child_process.h"
+#include "ps/server_process.h"
+#include "test_util.h"
+#include "worker/json_file.h"
+
+namespace {
+
+class MpiTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    if (access("/usr/bin/mpirun", X_OK) != 0) {
+      GTEST_SKIP() << "mpirun missing (openmpi-bin, deploy/install-deps.sh)";
+    }
+    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    const std::string bin = ps::SiblingBinary("");
+    setenv("SHARDPS_BIN", bin.substr(0, bin.size() - 1).c_str(), 1);
+    setenv("SHARDPS_SERVERS", "2", 1);
+    setenv("SHARDPS_SERVER_HOST", "127.0.0.1", 1);
+    setenv("SHARDPS_PORT", std::to_string(20000 + getpid() % 20000).c_str(), 1);
+    ASSERT_EQ(std::system((ps::SiblingBinary("shardps-data") +
+                           " synthetic --out " + dir_ +
+                           "/data --samples 3000 --features 16 --classes 3"
+                           " --shards 2 2>/dev/null")
+                              .c_str()),
+              0);
+  }
+  void TearDown() override {
+    for (const char* v : {"SHARDPS_BIN", "SHARDPS_SERVERS", "SHARDPS_PORT",
+                          "SHARDPS_RUN_DIR", "SHARDPS_SERVER_HOST"}) {
+      unsetenv(v);
+    }
+  }
+
+  absl::Status Mpirun(const std::string& run, const std::string& model) {
+    setenv("SHARDPS_RUN_DIR", run.c_str(), 1);
+    auto p = ps::ChildProcess::Start(
+        "mpirun",
+        {"/usr/bin/mpirun", "-np", "4", "--oversubscribe",
+         std::string(SHARDPS_SOURCE_DIR) + "/deploy/mpi/run.sh",
+         "--data=" + dir_ + "/data", "--model=" + model, "--batch=32",
+         "--epochs=2"},
+        run + ".log");
+    EXPECT_TRUE(p.ok()) << p.status();
+    return (*p)->Wait(absl::Now() + absl::Seconds(180));
+  }
+
+  testutil::ScopedTempDir tmp_{"shardps-mpi"};
+  const std::string dir_ = tmp_.path();
+};
+
+TEST_F(MpiTest, RanksBelowSServeTheOthersTrain) {
+  const std::string run = dir_ + "/run";
+  absl::Status s = Mpirun(run, "mlp:16-8-3");
+  ASSERT_TRUE(s.ok()) << s << "\n" << testutil::ReadFile(run + ".log");
+  for (int rank = 0; rank < 2; ++rank) {
+    shardps::WorkerSummary w;
+    ASSERT_TRUE(
+        worker::ReadJsonFile(absl::StrCat(run, "/summary-", rank, ".json"), &w)
+            .ok());
+    EXPECT_EQ(w.rank(), rank);  // MPI rank 2 + rank
+    EXPECT_EQ(w.world(), 2);
+    EXPECT_EQ(w.samples(), 2 * 1350u);
+    EXPECT_LT(w.last_epoch_loss(), w.first_epoch_loss());
+  }
+  for (int i = 0; i < 2; ++i) {
+    const std::string log =
+        testutil::ReadFile(absl::StrCat(run, "/server-", i, ".log"));
+    EXPECT_NE(log.find("stopped"), std::string::npos) << log;
+  }
+}
+
+TEST_F(MpiTest, AFailingWorkerFailsTheJobAndStopsTheServers) {
+  const std::string run = dir_ + "/run";
+  absl::Status s = Mpirun(run, "mlp:5-3");  // the data has 16 features
+  EXPECT_FALSE(s.ok());
+  EXPECT_FALSE(absl::IsDeadlineExceeded(s)) << "mpirun hung";
+  EXPECT_NE(testutil::ReadFile(run + "/worker-0.log").find("takes 5 features"),
+            std::string::npos);
+  // No server of this job is left running.
+  const std::string port = getenv("SHARDPS_PORT");
+  EXPECT_NE(
+      std::system(("pgrep -f 'shardps-serve[r].*--port=" + port + " ' >/dev/null")
+                      .c_str()),
+      0);
+}
+
+}  // namespace
