@@ -93,10 +93,10 @@ TEST_F(MpiTest, AFailingWorkerFailsTheJobAndStopsTheServers) {
             std::string::npos);
   // No server of this job is left running.
   const std::string port = getenv("SHARDPS_PORT");
-  EXPECT_NE(
-      std::system(("pgrep -f 'shardps-serve[r].*--port=" + port + " ' >/dev/null")
-                      .c_str()),
-      0);
+  EXPECT_NE(std::system(
+                ("pgrep -f 'shardps-serve[r].*--port=" + port + " ' >/dev/null")
+                    .c_str()),
+            0);
 }
 
 }  // namespace

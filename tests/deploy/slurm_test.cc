@@ -4,15 +4,18 @@
 // cgroups). A 2-server, 2-worker job must train and leave its summaries.
 // Needs root and Debian's slurm-wlm and munge (deploy/install-deps.sh).
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "nginx_server.h"  // FreeLoopbackPort, Connects
 #include "proto/summary.pb.h"
@@ -102,8 +105,32 @@ class SlurmTest : public testing::Test {
   }
 
   void TearDown() override {
-    // Daemons stop in reverse order of starting (SIGTERM, then SIGKILL).
+    // Jobs first (also a job of a failed test), then the daemons in reverse
+    // order of starting (SIGTERM, then SIGKILL). Job steps are daemons of
+    // slurmd, not our children: whatever still carries this cluster's
+    // SLURM_CONF afterwards is killed.
+    if (!daemons_.empty()) {
+      std::system("scancel --full --signal=KILL --partition=debug 2>/dev/null");
+      const absl::Time deadline = absl::Now() + absl::Seconds(20);
+      while (absl::Now() < deadline &&
+             !Output("squeue -h 2>/dev/null").empty()) {
+        absl::SleepFor(absl::Milliseconds(100));
+      }
+    }
     while (!daemons_.empty()) daemons_.pop_back();
+    const std::string conf = absl::StrCat("SLURM_CONF=", dir_, "/slurm.conf");
+    for (const std::string& pid : std::vector<std::string>(
+             absl::StrSplit(Output("ls /proc"), '\n', absl::SkipEmpty()))) {
+      if (pid.find_first_not_of("0123456789") != std::string::npos ||
+          std::stoi(pid) == getpid()) {
+        continue;
+      }
+      std::string env = testutil::ReadFile("/proc/" + pid + "/environ");
+      std::replace(env.begin(), env.end(), '\0', '\n');
+      if (env.find(conf + "\n") != std::string::npos) {
+        kill(std::stoi(pid), SIGKILL);
+      }
+    }
     unsetenv("SLURM_CONF");
   }
 
