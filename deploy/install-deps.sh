@@ -10,8 +10,12 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   zlib1g-dev libcurl4-openssl-dev dataset-fashion-mnist
   nginx-light iproute2 procps python3-matplotlib  # the emulated cluster and experiments/
-  slurm-wlm munge openmpi-bin  # deploy tests: a real Slurm and mpirun
+  slurm-wlm munge openmpi-bin docker-compose  # deploy tests: Slurm, mpirun, compose
 )
+
+# kubectl may already come from another package (e.g. Google's); Debian's
+# kubernetes-client only when there is none.
+command -v kubectl >/dev/null || packages+=(kubernetes-client)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -19,7 +23,18 @@ for p in "${packages[@]}"; do
     missing+=("$p")
   fi
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+# The offline Kubernetes schema validator (npm, pinned by its lock file).
+validator="$(dirname "$0")/k8s/validate"
+install_validator() {
+  if command -v npm >/dev/null && [ ! -d "$validator/node_modules" ]; then
+    echo "install-deps: npm ci in $validator"
+    npm ci --prefix "$validator" --no-audit --no-fund --loglevel=error >/dev/null
+  fi
+}
+if [ ${#missing[@]} -eq 0 ]; then
+  install_validator
+  exit 0
+fi
 
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then
@@ -30,3 +45,4 @@ echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+install_validator

@@ -1,0 +1,104 @@
+// The compose file and the Kubernetes manifests, validated offline:
+// `docker-compose config` (Debian's docker-compose), and `kubectl
+// kustomize` rendered and checked against the Kubernetes schemas with the
+// npm package kubernetes-models (deploy/k8s/validate, installed by
+// deploy/install-deps.sh). A deliberately broken manifest must fail, so the
+// validator is known to be able to.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+
+namespace {
+
+const std::string kSource = SHARDPS_SOURCE_DIR;
+
+// Runs `command` in a shell; its exit code and output (stdout + stderr).
+std::pair<int, std::string> Shell(const std::string& command) {
+  std::string out;
+  FILE* f = popen((command + " 2>&1").c_str(), "r");
+  if (f == nullptr) return {-1, out};
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+  const int status = pclose(f);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+TEST(ComposeTest, ConfigIsValidAndHasEveryRole) {
+  if (access("/usr/bin/docker-compose", X_OK) != 0) {
+    GTEST_SKIP() << "docker-compose missing (deploy/install-deps.sh)";
+  }
+  const std::string file = kSource + "/deploy/compose.yaml";
+  auto [code, out] = Shell("docker-compose -f " + file + " config -q");
+  EXPECT_EQ(code, 0) << out;
+  std::tie(code, out) =
+      Shell("docker-compose -f " + file + " config --services");
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_EQ(out, "data\nserver-0\nserver-1\nworker-0\nworker-1\n");
+  std::tie(code, out) = Shell("docker-compose -f " + file + " config");
+  // Workers name every server and wait for them and for the data.
+  EXPECT_NE(out.find("--server_addrs=server-0:7070,server-1:7070"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("service_completed_successfully"), std::string::npos);
+}
+
+class KubernetesTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    if (Shell("command -v kubectl").first != 0 ||
+        Shell("command -v node").first != 0) {
+      GTEST_SKIP() << "kubectl or node missing";
+    }
+    if (access((kSource + "/deploy/k8s/validate/node_modules").c_str(), F_OK) !=
+        0) {
+      GTEST_SKIP() << "deploy/k8s/validate/node_modules missing (run "
+                      "deploy/install-deps.sh)";
+    }
+  }
+  const std::string render_ = "kubectl kustomize " + kSource + "/deploy/k8s";
+  const std::string validate_ =
+      "node " + kSource + "/deploy/k8s/validate/validate.mjs";
+};
+
+TEST_F(KubernetesTest, RenderedManifestsMatchTheSchemas) {
+  auto [code, out] = Shell(render_ + " | " + validate_);
+  EXPECT_EQ(code, 0) << out;
+  for (const char* object :
+       {"valid: Service/shardps (v1)",
+        "valid: StatefulSet/shardps-server (apps/v1)",
+        "valid: Job/shardps-worker (batch/v1)", "valid: ConfigMap/"}) {
+    EXPECT_NE(out.find(object), std::string::npos) << object << "\n" << out;
+  }
+}
+
+TEST_F(KubernetesTest, KustomizationSetsTheShapeAndTheSafetySettings) {
+  auto [code, out] = Shell(render_);
+  ASSERT_EQ(code, 0) << out;
+  for (const char* want :
+       {"completionMode: Indexed", "completions: 2", "replicas: 2",
+        "clusterIP: None", "serviceName: shardps",
+        "--server_addrs=shardps-server-{i}.shardps:7070",
+        "--num_servers=$(SHARDPS_SERVERS)", "SHARDPS_SERVERS: \"2\"",
+        "runAsNonRoot: true", "readOnlyRootFilesystem: true",
+        "readinessProbe:\n          grpc:\n            port: 7070"}) {
+    EXPECT_NE(out.find(want), std::string::npos) << want;
+  }
+}
+
+TEST_F(KubernetesTest, ABrokenManifestIsRejected) {
+  auto [code, out] =
+      Shell(render_ + " | sed 's/replicas: 2/replicas: two/' | " + validate_);
+  EXPECT_EQ(code, 1) << out;
+  EXPECT_NE(out.find("StatefulSet/shardps-server (apps/v1): data/spec/replicas "
+                     "must be integer"),
+            std::string::npos)
+      << out;
+}
+
+}  // namespace
