@@ -1,0 +1,150 @@
+// The container image for real: deploy/podman-setup.sh (private podman
+// configuration, a debootstrapped base image), `podman build` of
+// deploy/Dockerfile, then 2 server and 2 worker containers on the host
+// network train Fashion-MNIST (the shards baked into the image) for a few
+// steps and leave their summaries in a mounted directory. Needs root; the
+// build takes several minutes (label deploy).
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "nginx_server.h"  // FreeLoopbackPort
+#include "proto/summary.pb.h"
+#include "test_util.h"
+#include "worker/json_file.h"
+
+namespace {
+
+const std::string kSource = SHARDPS_SOURCE_DIR;
+const std::string kImage = "localhost/shardps:ctest";
+
+std::pair<int, std::string> Shell(const std::string& command) {
+  std::string out;
+  FILE* f = popen((command + " 2>&1").c_str(), "r");
+  if (f == nullptr) return {-1, out};
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+  const int status = pclose(f);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+class ContainerTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) {
+      GTEST_SKIP() << "podman with this machine's settings needs root (CI "
+                      "runs as root)";
+    }
+    auto [code, out] = Shell(kSource + "/deploy/podman-setup.sh");
+    ASSERT_EQ(code, 0) << out;
+    // The script prints the environment podman needs.
+    for (absl::string_view line : absl::StrSplit(out, '\n')) {
+      if (!absl::ConsumePrefix(&line, "export ")) continue;
+      for (absl::string_view kv : absl::StrSplit(line, ' ')) {
+        std::vector<std::string> p =
+            absl::StrSplit(kv, absl::MaxSplits('=', 1));
+        if (p.size() == 2) setenv(p[0].c_str(), p[1].c_str(), 1);
+      }
+    }
+    ASSERT_NE(getenv("CONTAINERS_CONF"), nullptr) << out;
+  }
+
+  void TearDown() override {
+    for (const std::string& c : containers_) Shell("podman rm -f " + c);
+  }
+
+  // Starts a detached container on the host network; its name.
+  std::string Run(const std::string& name, const std::string& args) {
+    const std::string full =
+        absl::StrCat("shardps-ctest-", getpid(), "-", name);
+    containers_.push_back(full);
+    auto [code, out] =
+        Shell(absl::StrCat("podman run -d --network host --name ", full, " -v ",
+                           dir_, "/run:/results ", kImage, " ", args));
+    EXPECT_EQ(code, 0) << out;
+    return full;
+  }
+
+  testutil::ScopedTempDir tmp_{"shardps-container"};
+  const std::string dir_ = tmp_.path();
+  std::vector<std::string> containers_;
+};
+
+TEST_F(ContainerTest, ImageRunsTwoServersAndTwoWorkers) {
+  auto [code, out] = Shell(absl::StrCat(
+      "cd ", kSource,
+      " && podman build --isolation chroot --network host --pull=never "
+      "--build-arg BASE=localhost/debian:bookworm -f deploy/Dockerfile -t ",
+      kImage, " ."));
+  ASSERT_EQ(code, 0) << out.substr(out.size() > 4000 ? out.size() - 4000 : 0);
+
+  // One image, every role, no compiler, not root.
+  std::tie(code, out) = Shell(absl::StrCat(
+      "podman run --rm ", kImage,
+      " bash -c 'id -u; for b in shardps-server shardps-worker shardps-launch "
+      "shardps-data; do command -v $b; done; command -v g++ || echo no-g++; "
+      "ls /data/fashion-mnist'"));
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_EQ(out,
+            "10001\n/usr/local/bin/shardps-server\n/usr/local/bin/"
+            "shardps-worker\n/usr/local/bin/shardps-launch\n/usr/local/bin/"
+            "shardps-data\nno-g++\ntest\ntrain\n");
+
+  ASSERT_EQ(chmod(dir_.c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((dir_ + "/run").c_str(), 0777), 0);
+  ASSERT_EQ(chmod((dir_ + "/run").c_str(), 0777), 0);  // the image's user
+  std::vector<int> ports;
+  std::vector<std::string> addrs;
+  for (int i = 0; i < 2; ++i) {
+    ports.push_back(testutil::FreeLoopbackPort());
+    addrs.push_back(absl::StrCat("127.0.0.1:", ports.back()));
+  }
+  std::vector<std::string> servers;
+  for (int i = 0; i < 2; ++i) {
+    servers.push_back(Run(absl::StrCat("server-", i),
+                          absl::StrCat("shardps-server --host=127.0.0.1 "
+                                       "--port=",
+                                       ports[i], " --job=ctest")));
+  }
+  std::vector<std::string> workers;
+  for (int r = 0; r < 2; ++r) {
+    workers.push_back(Run(
+        absl::StrCat("worker-", r),
+        absl::StrCat("shardps-worker --server_addrs=", addrs[0], ",", addrs[1],
+                     " --job=ctest --rank=", r,
+                     " --world=2 --data=/data/fashion-mnist --run_dir=/results"
+                     " --batch=64 --max_steps=50 --ready_timeout_s=60")));
+  }
+  for (const std::string& w : workers) {
+    std::tie(code, out) = Shell("podman wait " + w);
+    EXPECT_EQ(code, 0) << out;
+    EXPECT_EQ(out, "0\n") << w << ": " << Shell("podman logs " + w).second;
+  }
+  for (int r = 0; r < 2; ++r) {
+    shardps::WorkerSummary s;
+    absl::Status read = worker::ReadJsonFile(
+        absl::StrCat(dir_, "/run/summary-", r, ".json"), &s);
+    ASSERT_TRUE(read.ok()) << read;
+    EXPECT_EQ(s.rank(), r);
+    EXPECT_EQ(s.steps(), 50u);
+    EXPECT_EQ(s.partition_records(), 30000u);  // 60,000 images / 2
+  }
+  for (const std::string& s : servers) {
+    std::tie(code, out) = Shell("podman stop -t 10 " + s);
+    EXPECT_EQ(code, 0) << out;
+    EXPECT_NE(Shell("podman logs " + s).second.find("stopped"),
+              std::string::npos);  // a clean SIGTERM exit
+  }
+}
+
+}  // namespace
