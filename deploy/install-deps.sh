@@ -10,7 +10,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   zlib1g-dev libcurl4-openssl-dev dataset-fashion-mnist
   nginx-light iproute2 procps python3-matplotlib  # the emulated cluster and experiments/
-  slurm-wlm munge openmpi-bin docker-compose  # deploy tests: Slurm, mpirun, compose
+  slurm-wlm munge openmpi-bin docker-compose openssh-server  # deploy tests
 )
 
 # kubectl may already come from another package (e.g. Google's); Debian's
@@ -43,6 +43,17 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+# Installing must not start system services (nginx, munge, sshd): the
+# tests start their own, privately configured. policy-rc.d says so to
+# invoke-rc.d, for this install only.
+policy=/usr/sbin/policy-rc.d
+own_policy=""
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null
+  $sudo chmod +x "$policy"
+  own_policy=1
+  trap '$sudo rm -f "$policy"' EXIT
+fi
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 install_validator

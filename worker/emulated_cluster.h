@@ -16,15 +16,9 @@
 
 #include "absl/status/statusor.h"
 #include "proto/summary.pb.h"
+#include "worker/host_slot.h"
 
 namespace worker {
-
-// Where a process runs: the address others reach it at and the command
-// prefix that puts it there (empty for this host).
-struct HostSlot {
-  std::string address = "127.0.0.1";
-  std::vector<std::string> command_prefix;
-};
 
 struct EmulatedClusterOptions {
   std::string name;  // namespaces are NAME-...

@@ -1,6 +1,7 @@
-// shardps-launch: one training run on this machine, S servers and N workers,
-// either as plain local processes or on an emulated cluster (network
-// namespaces with capped links and an HTTP storage host; needs root).
+// shardps-launch: one training run, S servers and N workers, as plain local
+// processes, on an emulated cluster (network namespaces with capped links
+// and an HTTP storage host; needs root), or on the hosts of a hostfile over
+// SSH.
 //   shardps-launch --servers=4 --workers=8 --loader=parallel --run_dir=RUN
 //       --data=DATA [--cluster=emulated] -- --epochs=1 --batch=64
 // Writes RUN/summary.json and every process's log into RUN; exits non-zero
@@ -20,11 +21,13 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "ps/program.h"
 #include "ps/server_process.h"
 #include "worker/emulated_cluster.h"
 #include "worker/json_file.h"
 #include "worker/launcher.h"
+#include "worker/ssh_cluster.h"
 
 ABSL_FLAG(int, servers, 1, "Parameter servers (1 is the baseline).");
 ABSL_FLAG(int, workers, 1, "Workers.");
@@ -36,8 +39,17 @@ ABSL_FLAG(std::string, data, "",
           "--data; on the emulated cluster it is served by the storage "
           "host over HTTP.");
 ABSL_FLAG(std::string, cluster, "local",
-          "local (processes on this host, loopback) or emulated (one "
-          "network namespace per process, capped links; needs root).");
+          "local (processes on this host, loopback), emulated (one network "
+          "namespace per process, capped links; needs root) or ssh (the "
+          "hosts of --hostfile, over OpenSSH).");
+ABSL_FLAG(std::string, hostfile, "",
+          "ssh: one [user@]host[:ssh_port] per line; servers, then workers, "
+          "are placed on the hosts round-robin. Binaries and --run_dir must "
+          "be at the same paths on every host.");
+ABSL_FLAG(std::string, ssh_args, "",
+          "ssh: extra arguments for every ssh call, space-separated (e.g. "
+          "\"-i /path/key -o StrictHostKeyChecking=accept-new\").");
+ABSL_FLAG(int, ssh_base_port, 7070, "ssh: server i listens on this port + i.");
 ABSL_FLAG(std::string, job, "launch", "Job id for servers and workers.");
 ABSL_FLAG(double, ready_timeout_s, 60,
           "Deadline for every server to start and pass its health check.");
@@ -150,9 +162,21 @@ int main(int argc, char** argv) {
                {"worker", co.worker_link},
                {"storage", co.storage_link}};
     if (absl::Status s = cluster->EnterControlHost(); !s.ok()) return Fail(s);
+  } else if (o.cluster == "ssh") {
+    absl::StatusOr<std::vector<worker::SshHost>> hosts =
+        worker::ReadHostfile(absl::GetFlag(FLAGS_hostfile));
+    if (!hosts.ok()) return Fail(hosts.status());
+    const std::vector<std::string> ssh_args = absl::StrSplit(
+        absl::GetFlag(FLAGS_ssh_args), ' ', absl::SkipWhitespace());
+    worker::SshPlacement placed =
+        worker::PlaceOnHosts(*hosts, o.servers, o.workers,
+                             absl::GetFlag(FLAGS_ssh_base_port), ssh_args);
+    o.server_hosts = std::move(placed.servers);
+    o.worker_hosts = std::move(placed.workers);
+    o.data = data;
   } else {
-    return Fail(absl::InvalidArgumentError(
-        absl::StrCat("--cluster=", o.cluster, " is not local or emulated")));
+    return Fail(absl::InvalidArgumentError(absl::StrCat(
+        "--cluster=", o.cluster, " is not local, emulated or ssh")));
   }
 
   std::optional<ps::GrpcRuntime> grpc_runtime;

@@ -17,11 +17,13 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "ps/child_process.h"
 #include "ps/client.h"
 #include "ps/server_process.h"
 #include "worker/json_file.h"
+#include "worker/ssh_cluster.h"
 
 namespace worker {
 namespace {
@@ -73,6 +75,53 @@ int64_t StepsLogged(const std::string& path) {
   return std::max<int64_t>(0, lines - 1);
 }
 
+// The command line that runs `command` at `slot`: the prefix plus the
+// command, which a remote shell gets as one quoted string that first prints
+// the shell's PID (the process keeps it through exec) for StopProcess.
+std::vector<std::string> RemoteCommand(
+    const HostSlot& slot, const std::vector<std::string>& command) {
+  std::vector<std::string> argv = slot.command_prefix;
+  if (!slot.remote) {
+    argv.insert(argv.end(), command.begin(), command.end());
+    return argv;
+  }
+  std::vector<std::string> quoted;
+  for (const std::string& a : command) quoted.push_back(ShellQuote(a));
+  argv.push_back(
+      absl::StrCat("echo shardps-pid $$; exec ", absl::StrJoin(quoted, " ")));
+  return argv;
+}
+
+// Stops `p`: SIGTERM (for a remote process, sent on its host to the PID it
+// printed, so that it can exit cleanly), then SIGKILL after `grace`.
+absl::Status StopProcess(ps::ChildProcess& p, const HostSlot& slot,
+                         absl::Duration grace) {
+  if (!slot.remote || !p.running()) return p.Stop(grace);
+  const std::string log = ps::LogTail(p.log_path(), 1000);
+  const size_t at = log.find("shardps-pid ");
+  int pid = 0;
+  if (at != std::string::npos &&
+      absl::SimpleAtoi(
+          absl::StripAsciiWhitespace(log.substr(
+              at + 12,
+              log.find_first_not_of("0123456789", at + 12) - (at + 12))),
+          &pid) &&
+      pid > 0) {
+    std::vector<std::string> kill = slot.stop_prefix;
+    kill.push_back(absl::StrCat("kill -TERM ", pid));
+    absl::StatusOr<std::unique_ptr<ps::ChildProcess>> k =
+        ps::ChildProcess::Start(p.name() + " stop", kill,
+                                p.log_path() + ".stop");
+    if (k.ok()) (*k)->Wait(absl::Now() + grace).IgnoreError();
+    if (absl::Status s = p.Wait(absl::Now() + grace);
+        !absl::IsDeadlineExceeded(s)) {
+      return s;
+    }
+  }
+  // No PID, or it did not end: closing the connection hangs it up.
+  return p.Stop(grace);
+}
+
 class Run {
  public:
   Run(const LaunchOptions& options, const StopWait& wait_for_stop)
@@ -84,11 +133,15 @@ class Run {
     absl::Status status = StartAndMonitor();
     if (tty_progress_ && progress_shown_) std::fputs("\n", stderr);
     // Workers first, so none sees its servers vanish; then the servers.
-    for (auto& w : workers_) {
-      if (w->running()) w->Stop(absl::Seconds(5)).IgnoreError();
+    for (size_t r = 0; r < workers_.size(); ++r) {
+      if (workers_[r]->running()) {
+        StopProcess(*workers_[r], o_.worker_hosts[r], absl::Seconds(5))
+            .IgnoreError();
+      }
     }
-    for (auto& s : servers_) {
-      absl::Status stopped = s->Stop(absl::Seconds(10));
+    for (size_t i = 0; i < servers_.size(); ++i) {
+      absl::Status stopped = StopProcess(servers_[i].process(),
+                                         o_.server_hosts[i], absl::Seconds(10));
       if (status.ok() && !stopped.ok()) status = stopped;
     }
     const CpuTimes cpu1 = ReadCpuTimes();
@@ -106,32 +159,48 @@ class Run {
   absl::Status StartAndMonitor() {
     std::vector<std::string> addrs;
     for (int i = 0; i < o_.servers; ++i) {
+      const HostSlot& slot = o_.server_hosts[i];
+      std::vector<std::string> args = {absl::StrCat("--job=", o_.job)};
+      args.insert(args.end(), o_.server_args.begin(), o_.server_args.end());
+      const std::string name = absl::StrCat("server-", i);
+      if (slot.remote) {
+        // No port file across hosts: a fixed port, and the health check
+        // below says when it serves.
+        std::vector<std::string> command = {o_.server_binary, "--host=0.0.0.0",
+                                            absl::StrCat("--port=", slot.port)};
+        command.insert(command.end(), args.begin(), args.end());
+        absl::StatusOr<std::unique_ptr<ps::ChildProcess>> p =
+            ps::ChildProcess::Start(
+                name, RemoteCommand(slot, command),
+                absl::StrCat(o_.run_dir, "/", name, ".log"));
+        if (!p.ok()) return p.status();
+        servers_.push_back({nullptr, *std::move(p)});
+        addrs.push_back(absl::StrCat(slot.address, ":", slot.port));
+        continue;
+      }
       ps::ServerProcessOptions so;
       so.binary = o_.server_binary;
       so.run_dir = o_.run_dir;
-      so.name = absl::StrCat("server-", i);
-      so.host = o_.server_hosts[i].address;
-      so.command_prefix = o_.server_hosts[i].command_prefix;
-      so.extra_args = {absl::StrCat("--job=", o_.job)};
-      so.extra_args.insert(so.extra_args.end(), o_.server_args.begin(),
-                           o_.server_args.end());
+      so.name = name;
+      so.host = slot.address;
+      so.command_prefix = slot.command_prefix;
+      so.extra_args = args;
       so.start_timeout = o_.ready_timeout;
       absl::StatusOr<std::unique_ptr<ps::ServerProcess>> server =
           ps::ServerProcess::Spawn(so);
       if (!server.ok()) {
-        return absl::Status(server.status().code(),
-                            absl::StrCat("server-", i, " did not start: ",
-                                         server.status().message()));
+        return absl::Status(
+            server.status().code(),
+            absl::StrCat(name, " did not start: ", server.status().message()));
       }
       addrs.push_back((*server)->address());
-      servers_.push_back(*std::move(server));
+      servers_.push_back({*std::move(server), nullptr});
     }
     if (absl::Status s = WaitHealthy(addrs); !s.ok()) return s;
     Progress("servers healthy");
 
     for (int r = 0; r < o_.workers; ++r) {
-      std::vector<std::string> argv = o_.worker_hosts[r].command_prefix;
-      argv.push_back(o_.worker_binary);
+      std::vector<std::string> argv = {o_.worker_binary};
       argv.insert(argv.end(), o_.worker_args.begin(), o_.worker_args.end());
       argv.insert(
           argv.end(),
@@ -184,10 +253,10 @@ class Run {
         }
       }
       for (auto& s : servers_) {
-        if (std::optional<absl::Status> ended = s->process().Poll();
+        if (std::optional<absl::Status> ended = s.process().Poll();
             ended.has_value()) {
           return absl::InternalError(
-              absl::StrCat(s->process().name(), " ended during the run: ",
+              absl::StrCat(s.process().name(), " ended during the run: ",
                            ended->ok() ? "exit code 0" : ended->message()));
         }
       }
@@ -245,7 +314,11 @@ class Run {
       cpu += p.cpu_seconds();
     };
     for (size_t i = 0; i < servers_.size(); ++i) {
-      record(servers_[i]->process(), servers_[i]->address());
+      const HostSlot& slot = o_.server_hosts[i];
+      record(servers_[i].process(),
+             servers_[i].spawned != nullptr
+                 ? servers_[i].spawned->address()
+                 : absl::StrCat(slot.address, ":", slot.port));
     }
     for (size_t r = 0; r < workers_.size(); ++r) {
       record(*workers_[r], o_.worker_hosts[r].address);
@@ -290,7 +363,15 @@ class Run {
   const StopWait& wait_for_stop_;
   const bool tty_progress_ = isatty(STDERR_FILENO) != 0;
   bool progress_shown_ = false;
-  std::vector<std::unique_ptr<ps::ServerProcess>> servers_;
+  // A server started here (with its port file) or through a remote shell.
+  struct ServerRun {
+    std::unique_ptr<ps::ServerProcess> spawned;
+    std::unique_ptr<ps::ChildProcess> started;
+    ps::ChildProcess& process() {
+      return spawned != nullptr ? spawned->process() : *started;
+    }
+  };
+  std::vector<ServerRun> servers_;
   std::vector<std::unique_ptr<ps::ChildProcess>> workers_;
   shardps::RunSummary summary_;
 };

@@ -19,7 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "proto/summary.pb.h"
-#include "worker/emulated_cluster.h"
+#include "worker/host_slot.h"
 
 namespace worker {
 
