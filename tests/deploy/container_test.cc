@@ -24,19 +24,10 @@
 
 namespace {
 
+using testutil::Shell;
+
 const std::string kSource = SHARDPS_SOURCE_DIR;
 const std::string kImage = "localhost/shardps:ctest";
-
-std::pair<int, std::string> Shell(const std::string& command) {
-  std::string out;
-  FILE* f = popen((command + " 2>&1").c_str(), "r");
-  if (f == nullptr) return {-1, out};
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
-  const int status = pclose(f);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
 
 class ContainerTest : public testing::Test {
  protected:

@@ -12,23 +12,15 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "test_util.h"
 
 namespace {
+
+using testutil::Shell;
 
 const std::string kSource = SHARDPS_SOURCE_DIR;
 
 // Runs `command` in a shell; its exit code and output (stdout + stderr).
-std::pair<int, std::string> Shell(const std::string& command) {
-  std::string out;
-  FILE* f = popen((command + " 2>&1").c_str(), "r");
-  if (f == nullptr) return {-1, out};
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
-  const int status = pclose(f);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
 TEST(ComposeTest, ConfigIsValidAndHasEveryRole) {
   if (access("/usr/bin/docker-compose", X_OK) != 0) {
     GTEST_SKIP() << "docker-compose missing (deploy/install-deps.sh)";

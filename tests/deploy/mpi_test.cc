@@ -32,11 +32,9 @@ class MpiTest : public testing::Test {
     setenv("SHARDPS_SERVERS", "2", 1);
     setenv("SHARDPS_SERVER_HOST", "127.0.0.1", 1);
     setenv("SHARDPS_PORT", std::to_string(20000 + getpid() % 20000).c_str(), 1);
-    ASSERT_EQ(std::system((ps::SiblingBinary("shardps-data") +
-                           " synthetic --out " + dir_ +
-                           "/data --samples 3000 --features 16 --classes 3"
-                           " --shards 2 2>/dev/null")
-                              .c_str()),
+    ASSERT_EQ(testutil::MakeSyntheticData(
+                  dir_ + "/data",
+                  "--samples 3000 --features 16 --classes 3 --shards 2"),
               0);
   }
   void TearDown() override {

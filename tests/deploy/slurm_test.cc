@@ -26,18 +26,11 @@
 
 namespace {
 
-bool Have(const char* path) { return access(path, X_OK) == 0; }
-
 std::string Output(const std::string& command) {
-  std::string out;
-  FILE* f = popen(command.c_str(), "r");
-  if (f == nullptr) return out;
-  char buf[1024];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
-  pclose(f);
-  return out;
+  return testutil::Shell(command).second;
 }
+
+bool Have(const char* path) { return access(path, X_OK) == 0; }
 
 // Two consecutive free ports (the sbatch script uses PORT + server index).
 int FreePortPair() {
@@ -158,11 +151,9 @@ class SlurmTest : public testing::Test {
 };
 
 TEST_F(SlurmTest, SbatchRunsTwoServersAndTwoWorkers) {
-  ASSERT_EQ(std::system((ps::SiblingBinary("shardps-data") +
-                         " synthetic --out " + dir_ +
-                         "/data --samples 3000 --features 16 --classes 3"
-                         " --shards 2 2>/dev/null")
-                            .c_str()),
+  ASSERT_EQ(testutil::MakeSyntheticData(
+                dir_ + "/data",
+                "--samples 3000 --features 16 --classes 3 --shards 2"),
             0);
   const int port = FreePortPair();
   ASSERT_GT(port, 0);

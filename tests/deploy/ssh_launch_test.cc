@@ -62,11 +62,9 @@ class SshLaunchTest : public testing::Test {
       hostfile += absl::StrCat("root@127.0.0.1:", port, "\n");
     }
     testutil::WriteFile(dir_ + "/hosts", hostfile);
-    ASSERT_EQ(std::system((ps::SiblingBinary("shardps-data") +
-                           " synthetic --out " + dir_ +
-                           "/data --samples 3000 --features 16 --classes 3"
-                           " --shards 2 2>/dev/null")
-                              .c_str()),
+    ASSERT_EQ(testutil::MakeSyntheticData(
+                  dir_ + "/data",
+                  "--samples 3000 --features 16 --classes 3 --shards 2"),
               0);
   }
 

@@ -23,15 +23,8 @@
 namespace worker {
 namespace {
 
-std::string CommandOutput(const std::string& command) {
-  std::string out;
-  FILE* f = popen(command.c_str(), "r");
-  if (f == nullptr) return out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
-  pclose(f);
-  return out;
+std::string Output(const std::string& command) {
+  return testutil::Shell(command).second;
 }
 
 int Lines(const std::string& text) {
@@ -49,11 +42,9 @@ class EmulatedClusterTest : public testing::Test {
       GTEST_SKIP() << "needs nginx and iproute2 (deploy/install-deps.sh)";
     }
     // 6000 samples of 784 float features: ~19 MB to read per full pass.
-    ASSERT_EQ(std::system(absl::StrCat(ps::SiblingBinary("shardps-data"),
-                                       " synthetic --out ", dir_,
-                                       "/data --samples 6500 --features 784"
-                                       " --classes 10 --shards 4 2>/dev/null")
-                              .c_str()),
+    ASSERT_EQ(testutil::MakeSyntheticData(
+                  dir_ + "/data",
+                  "--samples 6500 --features 784 --classes 10 --shards 4"),
               0);
   }
 
@@ -66,7 +57,7 @@ class EmulatedClusterTest : public testing::Test {
                           const std::vector<std::string>& worker_args,
                           Outcome expect = Outcome::kOk) {
     const std::string run = absl::StrCat(dir_, "/", name);
-    const std::string host_links = CommandOutput("ip -o link show");
+    const std::string host_links = Output("ip -o link show");
     std::unique_ptr<ps::ChildProcess> p = testutil::StartLaunch(
         [&] {
           std::vector<std::string> a = {"--cluster=emulated",
@@ -100,10 +91,10 @@ class EmulatedClusterTest : public testing::Test {
     // Nothing of the cluster is left: no namespace (and with them no
     // interface), the machine's own interfaces as before, no process, no
     // nginx configuration.
-    EXPECT_EQ(CommandOutput("ip -o link show"), host_links);
-    const std::string netns = CommandOutput("ip netns list");
+    EXPECT_EQ(Output("ip -o link show"), host_links);
+    const std::string netns = Output("ip netns list");
     EXPECT_EQ(netns.find(prefix), std::string::npos) << netns;
-    const std::string procs = CommandOutput("ps -eo args");
+    const std::string procs = Output("ps -eo args");
     EXPECT_EQ(
         procs.find("shardps-emucluster/" + prefix.substr(0, prefix.size() - 1)),
         std::string::npos)

@@ -28,11 +28,9 @@ namespace {
 class LauncherTest : public testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_EQ(std::system(absl::StrCat(ps::SiblingBinary("shardps-data"),
-                                       " synthetic --out ", dir_,
-                                       "/data --samples 3000 --features 16"
-                                       " --classes 3 --shards 2 2>/dev/null")
-                              .c_str()),
+    ASSERT_EQ(testutil::MakeSyntheticData(
+                  dir_ + "/data",
+                  "--samples 3000 --features 16 --classes 3 --shards 2"),
               0);
   }
 
