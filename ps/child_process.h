@@ -39,7 +39,7 @@ class ChildProcess {
   ~ChildProcess();
 
   const std::string& name() const { return name_; }
-  pid_t pid() const { return pid_; }  // -1 once ended
+  pid_t pid() const { return pid_; }            // -1 once ended
   pid_t last_pid() const { return last_pid_; }  // also after the end
   const std::string& log_path() const { return log_path_; }
   bool running() const { return pid_ > 0; }

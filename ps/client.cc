@@ -204,6 +204,7 @@ class Client::BulkOp : public std::enable_shared_from_this<BulkOp> {
     calls_[index] = std::make_unique<Call>();
     Call& call = *calls_[index];
     call.context.set_deadline(absl::ToChronoTime(deadlines_[index]));
+    client_.Authorize(&call.context);
     const std::string* method;
     if (is_push_) {
       method = &push_method_;
@@ -370,6 +371,9 @@ void Client::StragglerDone() const {
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
   if (absl::Status s = CheckOptions(options); !s.ok()) return s;
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      MakeChannelCredentials(options.tls);
+  if (!credentials.ok()) return credentials.status();
   auto client = absl::WrapUnique(new Client(std::move(options)));
   const ClientOptions& o = client->options_;
   for (const std::string& address : o.server_addrs) {
@@ -386,8 +390,8 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
       // 40 s instead of holding its queued calls forever.
       args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 30000);
       args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
-      conn->channels.push_back(grpc::CreateCustomChannel(
-          address, grpc::InsecureChannelCredentials(), args));
+      conn->channels.push_back(
+          grpc::CreateCustomChannel(address, *credentials, args));
       conn->bulk_stubs.push_back(
           std::make_unique<grpc::GenericStub>(conn->channels.back()));
     }
@@ -395,6 +399,12 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
     client->servers_.push_back(std::move(conn));
   }
   return client;
+}
+
+void Client::Authorize(grpc::ClientContext* context) const {
+  if (!options_.auth_token.empty()) {
+    context->AddMetadata(kAuthMetadataKey, BearerValue(options_.auth_token));
+  }
 }
 
 absl::Status Client::WaitReady(absl::Duration timeout) {
@@ -422,6 +432,7 @@ absl::Status Client::WaitServer(int s, absl::Time deadline) {
     grpc::ClientContext context;
     context.set_wait_for_ready(true);
     context.set_deadline(absl::ToChronoTime(deadline));
+    Authorize(&context);
     // An empty HealthCheckRequest asks about the server as a whole.
     grpc::Slice empty;
     grpc::ByteBuffer request(&empty, 1), response;
@@ -469,6 +480,7 @@ absl::Status Client::CreateTable(const TableOptions& table) {
       *r.add_init_segments() = seg;
     }
     contexts[s].set_deadline(DeadlineIn(options_.rpc_timeout));
+    Authorize(&contexts[s]);
     servers_[s]->stub->async()->CreateTable(
         &contexts[s], &requests[s], &responses[s],
         [&statuses, &pending, s](grpc::Status status) {
@@ -610,6 +622,7 @@ absl::StatusOr<std::vector<shardps::StatsResponse>> Client::Stats() {
   absl::BlockingCounter pending(n);
   for (int s = 0; s < n; ++s) {
     contexts[s].set_deadline(DeadlineIn(options_.rpc_timeout));
+    Authorize(&contexts[s]);
     servers_[s]->stub->async()->Stats(
         &contexts[s], &request, &responses[s],
         [&statuses, &pending, s](grpc::Status status) {

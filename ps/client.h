@@ -33,6 +33,7 @@
 #include "proto/shardps.grpc.pb.h"
 #include "ps/buffer_pool.h"
 #include "ps/range_partition.h"
+#include "ps/security.h"
 
 namespace ps {
 
@@ -46,6 +47,10 @@ struct ClientOptions {
   int max_inflight_per_server = 4;  // chunk calls in flight per shard
   absl::Duration rpc_timeout = absl::Seconds(30);  // deadline of every call
   int max_message_bytes = 256 << 20;
+  // ps/security.h: TLS / mutual TLS to the servers, and the job's token
+  // sent with every call (empty: none).
+  TlsFiles tls;
+  std::string auth_token;
 };
 
 struct TableOptions {
@@ -98,7 +103,9 @@ class Client {
   absl::StatusOr<std::vector<shardps::StatsResponse>> Stats();
 
   struct ServerConn;  // implementation detail, defined in client.cc
-  class BulkOp;       // implementation detail, defined in client.cc
+  // Adds what every call carries (the auth token) to `context`.
+  void Authorize(grpc::ClientContext* context) const;
+  class BulkOp;  // implementation detail, defined in client.cc
 
  private:
   // Polls server `s`'s health service until it serves or `deadline`.

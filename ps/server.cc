@@ -14,12 +14,15 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   // Process-wide switch inside gRPC; it only makes every server built from
   // here on carry the standard health service.
   grpc::EnableDefaultHealthCheckService(true);
-  std::unique_ptr<Server> server = absl::WrapUnique(
-      new Server(options, std::make_unique<ParameterService>(options.job)));
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      MakeServerCredentials(options.tls);
+  if (!credentials.ok()) return credentials.status();
+  std::unique_ptr<Server> server = absl::WrapUnique(new Server(
+      options,
+      std::make_unique<ParameterService>(options.job, options.auth_token)));
   const std::string listen = absl::StrCat(options.host, ":", options.port);
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(),
-                           &server->port_);
+  builder.AddListeningPort(listen, *credentials, &server->port_);
   builder.RegisterService(server->service_.get());
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);

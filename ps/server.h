@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "ps/security.h"
 #include "ps/service.h"
 
 namespace ps {
@@ -23,6 +24,10 @@ struct ServerOptions {
   std::string job = "default";
   // Largest message accepted either way; the client's chunk size must fit.
   int max_message_bytes = 256 << 20;
+  // ps/security.h: TLS / mutual TLS, and the token every call must carry
+  // (empty: none).
+  TlsFiles tls;
+  std::string auth_token;
 };
 
 class Server {

@@ -9,6 +9,7 @@
 #include "absl/time/time.h"
 #include "ps/port_file.h"
 #include "ps/program.h"
+#include "ps/security.h"
 #include "ps/server.h"
 
 ABSL_FLAG(std::string, host, "0.0.0.0", "Address to listen on.");
@@ -21,6 +22,14 @@ ABSL_FLAG(std::string, job, "default",
 ABSL_FLAG(int, max_message_mb, 256,
           "Largest gRPC message accepted or sent, in MiB; the workers' "
           "chunk size must fit.");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM certificate chain: serve TLS (with --tls_key).");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert.");
+ABSL_FLAG(std::string, tls_ca, "",
+          "PEM CA: require client certificates signed by it (mutual TLS).");
+ABSL_FLAG(std::string, auth_token_file, "",
+          "File holding the job's token; every call must carry it "
+          "(UNAUTHENTICATED otherwise). Empty: no token.");
 ABSL_FLAG(double, shutdown_grace_s, 5,
           "Seconds in-flight calls get to finish on SIGTERM/SIGINT.");
 
@@ -57,6 +66,17 @@ int main(int argc, char** argv) {
   options.port = port;
   options.job = absl::GetFlag(FLAGS_job);
   options.max_message_bytes = max_mb << 20;
+  options.tls = {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
+                 absl::GetFlag(FLAGS_tls_ca)};
+  if (const std::string path = absl::GetFlag(FLAGS_auth_token_file);
+      !path.empty()) {
+    absl::StatusOr<std::string> token = ps::ReadTokenFile(path);
+    if (!token.ok()) {
+      absl::FPrintF(stderr, "shardps-server: %s\n", token.status().ToString());
+      return 2;
+    }
+    options.auth_token = *token;
+  }
   absl::StatusOr<std::unique_ptr<ps::Server>> server =
       ps::Server::Start(options);
   if (!server.ok()) {

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "ps/float_pieces.h"
 #include "ps/grpc_status.h"
+#include "ps/security.h"
 #include "ps/wire_codec.h"
 
 namespace ps {
@@ -12,6 +13,23 @@ constexpr int kPullValuesField = shardps::PullResponse::kValuesFieldNumber;
 constexpr int kPushGradientField = shardps::PushRequest::kGradientFieldNumber;
 
 }  // namespace
+
+absl::Status ParameterService::Authenticate(
+    const grpc::CallbackServerContext& context) const {
+  if (auth_token_.empty()) return absl::OkStatus();
+  const auto& metadata = context.client_metadata();
+  auto it = metadata.find(kAuthMetadataKey);
+  if (it != metadata.end() &&
+      ConstantTimeEquals(
+          BearerValue(auth_token_),
+          absl::string_view(it->second.data(), it->second.size()))) {
+    return absl::OkStatus();
+  }
+  // Says nothing about the expected token.
+  return absl::UnauthenticatedError(
+      it == metadata.end() ? "this server needs the job's auth token"
+                           : "wrong auth token");
+}
 
 grpc::ServerUnaryReactor* ParameterService::Finish(
     grpc::CallbackServerContext* context, const absl::Status& status) {
@@ -25,6 +43,9 @@ grpc::ServerUnaryReactor* ParameterService::CreateTable(
     grpc::CallbackServerContext* context,
     const shardps::CreateTableRequest* request,
     shardps::CreateTableResponse* response) {
+  if (absl::Status s = Authenticate(*context); !s.ok()) {
+    return Finish(context, s);
+  }
   bool created = false;
   absl::StatusOr<Table*> table = registry_.CreateTable(*request, &created);
   if (table.ok()) {
@@ -38,7 +59,8 @@ grpc::ServerUnaryReactor* ParameterService::CreateTable(
 grpc::ServerUnaryReactor* ParameterService::Stats(
     grpc::CallbackServerContext* context, const shardps::StatsRequest* request,
     shardps::StatsResponse* response) {
-  absl::Status status = registry_.CheckJob(request->job());
+  absl::Status status = Authenticate(*context);
+  if (status.ok()) status = registry_.CheckJob(request->job());
   if (status.ok()) {
     registry_.FillStats(response);
     response->set_pull_requests(pull_requests_.load());
@@ -54,6 +76,9 @@ grpc::ServerUnaryReactor* ParameterService::Pull(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
   pull_requests_.fetch_add(1, std::memory_order_relaxed);
+  if (absl::Status s = Authenticate(*context); !s.ok()) {
+    return Finish(context, s);
+  }
   return Finish(context, DoPull(*request, response));
 }
 
@@ -61,6 +86,9 @@ grpc::ServerUnaryReactor* ParameterService::Push(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
   push_requests_.fetch_add(1, std::memory_order_relaxed);
+  if (absl::Status s = Authenticate(*context); !s.ok()) {
+    return Finish(context, s);
+  }
   return Finish(context, DoPush(*request, response));
 }
 

@@ -32,7 +32,9 @@ using ParameterServiceBase =
 
 class ParameterService final : public ParameterServiceBase {
  public:
-  explicit ParameterService(std::string job) : registry_(std::move(job)) {}
+  // With a non-empty `auth_token`, every call must carry it (ps/security.h).
+  ParameterService(std::string job, std::string auth_token = "")
+      : registry_(std::move(job)), auth_token_(std::move(auth_token)) {}
 
   grpc::ServerUnaryReactor* CreateTable(
       grpc::CallbackServerContext* context,
@@ -53,11 +55,14 @@ class ParameterService final : public ParameterServiceBase {
                       grpc::ByteBuffer* response);
   absl::Status DoPush(const grpc::ByteBuffer& request,
                       grpc::ByteBuffer* response);
+  // UNAUTHENTICATED unless the call carries the job's token.
+  absl::Status Authenticate(const grpc::CallbackServerContext& context) const;
   // Finishes a call with `status`, counting rejections.
   grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* context,
                                    const absl::Status& status);
 
   TableRegistry registry_;
+  const std::string auth_token_;
   BufferPool pull_buffers_;
   std::atomic<uint64_t> pull_requests_{0};
   std::atomic<uint64_t> push_requests_{0};

@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "ps/client.h"
+#include "ps/security.h"
 #include "ps/program.h"
 #include "ps/server_addrs.h"
 #include "worker/cluster_env.h"
@@ -49,6 +50,13 @@ ABSL_FLAG(double, ready_timeout_s, 60,
           "How long to wait for every server to be ready.");
 ABSL_FLAG(int, blas_threads, 1, "OpenBLAS threads for the model.");
 ABSL_FLAG(int, progress_every, 100, "Steps between progress lines.");
+ABSL_FLAG(std::string, tls_ca, "",
+          "PEM CA that signs the servers' certificates: connect with TLS.");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM client certificate for mutual TLS (with --tls_key).");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert.");
+ABSL_FLAG(std::string, auth_token_file, "",
+          "File holding the job's token, sent with every call.");
 ABSL_FLAG(uint64_t, max_steps, 0,
           "Stop after this many steps (0: run all --epochs).");
 ABSL_FLAG(double, emulate_compute_ms, 0,
@@ -95,6 +103,14 @@ int main(int argc, char** argv) {
   co.worker = rw->rank;
   co.chunk_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_chunk_kb)) << 10;
   co.rpc_timeout = absl::Seconds(absl::GetFlag(FLAGS_rpc_timeout_s));
+  co.tls = {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
+            absl::GetFlag(FLAGS_tls_ca)};
+  if (const std::string path = absl::GetFlag(FLAGS_auth_token_file);
+      !path.empty()) {
+    absl::StatusOr<std::string> token = ps::ReadTokenFile(path);
+    if (!token.ok()) return Fail(token.status());
+    co.auth_token = *token;
+  }
   absl::StatusOr<std::unique_ptr<ps::Client>> client = ps::Client::Connect(co);
   if (!client.ok()) return Fail(client.status());
   if (absl::Status s = (*client)->WaitReady(
