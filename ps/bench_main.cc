@@ -24,12 +24,20 @@
 #include "model/mlp.h"
 #include "ps/client.h"
 #include "ps/program.h"
+#include "ps/security.h"
 #include "ps/server_addrs.h"
 #include "ps/server_process.h"
 
 ABSL_FLAG(int, spawn_servers, 0,
           "Start this many shardps-server processes on loopback and bench "
           "them; 0 uses --server_addrs instead.");
+ABSL_FLAG(std::string, auth_token_file, "",
+          "--server_addrs: the job's token file, sent with every call.");
+ABSL_FLAG(std::string, tls_ca, "",
+          "--server_addrs: PEM CA of the servers' certificates (TLS).");
+ABSL_FLAG(std::string, tls_cert, "",
+          "--server_addrs: PEM client certificate (mutual TLS).");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert.");
 ABSL_FLAG(std::string, server_addrs, "",
           "Servers to bench, host:port,... or a pattern with {i} plus "
           "--num_servers.");
@@ -289,9 +297,19 @@ int main(int argc, char** argv) {
     addrs = *std::move(parsed);
   }
 
+  std::string token;
+  if (const std::string path = absl::GetFlag(FLAGS_auth_token_file);
+      !path.empty()) {
+    absl::StatusOr<std::string> t = ps::ReadTokenFile(path);
+    if (!t.ok()) return Fail(t.status());
+    token = *t;
+  }
   std::vector<std::unique_ptr<ps::Client>> clients;
   for (int w = 0; w < workers; ++w) {
     ps::ClientOptions o;
+    o.auth_token = token;
+    o.tls = {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
+             absl::GetFlag(FLAGS_tls_ca)};
     o.server_addrs = addrs;
     o.job = job;
     o.worker = w;

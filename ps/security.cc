@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 
@@ -89,6 +90,21 @@ absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
         absl::StrCat("--auth_token_file=", path, " is empty"));
   }
   return token;
+}
+
+absl::Status CheckExposure(absl::string_view host, const TlsFiles& tls,
+                           bool has_token, bool allow_insecure) {
+  const bool loopback = host == "localhost" || host == "::1" ||
+                        host == "[::1]" || absl::StartsWith(host, "127.");
+  if (loopback || tls.enabled() || has_token || allow_insecure) {
+    return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "refusing to listen on ", host,
+      " with neither TLS nor a token: anyone who reaches the port could read "
+      "and overwrite the model. Give --auth_token_file (and/or --tls_cert, "
+      "--tls_key, --tls_ca), listen on 127.0.0.1, or pass --allow_insecure "
+      "on a trusted network"));
 }
 
 std::string BearerValue(absl::string_view token) {

@@ -48,6 +48,12 @@ absl::StatusOr<std::string> ReadTokenFile(const std::string& path);
 constexpr char kAuthMetadataKey[] = "authorization";
 std::string BearerValue(absl::string_view token);
 
+// FAILED_PRECONDITION, saying why and what to do, for a server about to
+// listen on a non-loopback `host` with neither TLS nor a token, unless
+// `allow_insecure`.
+absl::Status CheckExposure(absl::string_view host, const TlsFiles& tls,
+                           bool has_token, bool allow_insecure);
+
 // Whether `got` equals `want`, in time that depends only on their lengths.
 bool ConstantTimeEquals(absl::string_view want, absl::string_view got);
 

@@ -30,6 +30,10 @@ ABSL_FLAG(std::string, tls_ca, "",
 ABSL_FLAG(std::string, auth_token_file, "",
           "File holding the job's token; every call must carry it "
           "(UNAUTHENTICATED otherwise). Empty: no token.");
+ABSL_FLAG(bool, allow_insecure, false,
+          "Serve a non-loopback --host with neither TLS nor a token (only on "
+          "a network where everyone who can reach the port may read and "
+          "change the model).");
 ABSL_FLAG(double, shutdown_grace_s, 5,
           "Seconds in-flight calls get to finish on SIGTERM/SIGINT.");
 
@@ -76,6 +80,13 @@ int main(int argc, char** argv) {
       return 2;
     }
     options.auth_token = *token;
+  }
+  if (absl::Status s = ps::CheckExposure(options.host, options.tls,
+                                         !options.auth_token.empty(),
+                                         absl::GetFlag(FLAGS_allow_insecure));
+      !s.ok()) {
+    absl::FPrintF(stderr, "shardps-server: %s\n", s.ToString());
+    return 2;
   }
   absl::StatusOr<std::unique_ptr<ps::Server>> server =
       ps::Server::Start(options);

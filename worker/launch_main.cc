@@ -7,18 +7,21 @@
 // Writes RUN/summary.json and every process's log into RUN; exits non-zero
 // if any process failed. Ctrl-C stops everything (and tears the emulated
 // cluster down).
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <climits>
 #include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
@@ -51,6 +54,11 @@ ABSL_FLAG(std::string, ssh_args, "",
           "\"-i /path/key -o StrictHostKeyChecking=accept-new\").");
 ABSL_FLAG(int, ssh_base_port, 7070, "ssh: server i listens on this port + i.");
 ABSL_FLAG(std::string, job, "launch", "Job id for servers and workers.");
+ABSL_FLAG(std::string, auth_token_file, "",
+          "The job's token for servers and workers; empty: a fresh random "
+          "one in RUN_DIR/job.token (mode 0600).");
+ABSL_FLAG(std::string, server_flags, "",
+          "Extra shardps-server flags, space-separated (e.g. TLS files).");
 ABSL_FLAG(double, ready_timeout_s, 60,
           "Deadline for every server to start and pass its health check.");
 ABSL_FLAG(double, progress_s, 1, "Seconds between progress updates.");
@@ -68,6 +76,25 @@ namespace {
 int Fail(const absl::Status& s) {
   absl::FPrintF(stderr, "shardps-launch: %s\n", s.ToString());
   return 1;
+}
+
+// 32 random bytes from the kernel, hex, into a new file only we can read.
+absl::Status WriteFreshToken(const std::string& path) {
+  std::ifstream random("/dev/urandom", std::ios::binary);
+  std::string bytes(32, '\0');
+  if (!random.read(bytes.data(), bytes.size())) {
+    return absl::UnavailableError("cannot read /dev/urandom for a job token");
+  }
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (fd < 0) {
+    return absl::UnavailableError(absl::StrCat("cannot create ", path));
+  }
+  const std::string hex = absl::BytesToHexString(bytes) + "\n";
+  const bool written =
+      ::write(fd, hex.data(), hex.size()) == static_cast<ssize_t>(hex.size());
+  ::close(fd);
+  return written ? absl::OkStatus()
+                 : absl::UnavailableError(absl::StrCat("cannot write ", path));
 }
 
 std::string Absolute(const std::string& path) {
@@ -120,6 +147,17 @@ int main(int argc, char** argv) {
   }
   o.run_dir = Absolute(o.run_dir);
   const std::string data = absl::GetFlag(FLAGS_data);
+  o.server_args = absl::StrSplit(absl::GetFlag(FLAGS_server_flags), ' ',
+                                 absl::SkipWhitespace());
+  // Every run gets a token, so that servers may listen beyond loopback
+  // (emulated hosts, SSH) without letting strangers in.
+  o.auth_token_file = absl::GetFlag(FLAGS_auth_token_file);
+  if (o.auth_token_file.empty()) {
+    o.auth_token_file = o.run_dir + "/job.token";
+    if (absl::Status s = WriteFreshToken(o.auth_token_file); !s.ok()) {
+      return Fail(s);
+    }
+  }
 
   // Declared before the gRPC runtime so that it is torn down after it.
   std::unique_ptr<worker::EmulatedCluster> cluster;

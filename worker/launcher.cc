@@ -161,6 +161,9 @@ class Run {
     for (int i = 0; i < o_.servers; ++i) {
       const HostSlot& slot = o_.server_hosts[i];
       std::vector<std::string> args = {absl::StrCat("--job=", o_.job)};
+      if (!o_.auth_token_file.empty()) {
+        args.push_back("--auth_token_file=" + o_.auth_token_file);
+      }
       args.insert(args.end(), o_.server_args.begin(), o_.server_args.end());
       const std::string name = absl::StrCat("server-", i);
       if (slot.remote) {
@@ -210,6 +213,9 @@ class Run {
            absl::StrCat("--run_dir=", o_.run_dir),
            absl::StrCat("--job=", o_.job)});
       if (!o_.data.empty()) argv.push_back(absl::StrCat("--data=", o_.data));
+      if (!o_.auth_token_file.empty()) {
+        argv.push_back("--auth_token_file=" + o_.auth_token_file);
+      }
       absl::StatusOr<std::unique_ptr<ps::ChildProcess>> w =
           ps::ChildProcess::Start(
               absl::StrCat("worker-", r), argv,

@@ -35,6 +35,9 @@ struct LaunchOptions {
   // --rank, --world, --loader, --run_dir, --job, --data) follow and win.
   std::vector<std::string> worker_args;
   std::vector<std::string> server_args;
+  // The job's token file, given to every server and worker
+  // (--auth_token_file); empty: none.
+  std::string auth_token_file;
   std::vector<HostSlot> server_hosts;        // one per server
   std::vector<HostSlot> worker_hosts;        // one per worker
   std::map<std::string, std::string> links;  // recorded in the summary

@@ -34,6 +34,14 @@ if [ "$workers" -lt 1 ]; then
   exit 2
 fi
 mkdir -p "$meet/servers" "$meet/done"
+# One token for the job: whichever rank comes first links its candidate in
+# place (atomic); every rank then uses that one.
+token="$meet/job.token"
+if [ ! -f "$token" ]; then
+  (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$token.$rank")
+  ln "$token.$rank" "$token" 2>/dev/null || true
+  rm -f "$token.$rank"
+fi
 
 # wait_for DIR COUNT WHAT [LIMIT_S]: until DIR holds COUNT files; an error
 # after LIMIT_S seconds (0: no limit).
@@ -52,6 +60,7 @@ wait_for() {
 if [ "$rank" -lt "$servers" ]; then
   my_port=$((port + rank))
   "$bin/shardps-server" --host=0.0.0.0 --port="$my_port" --job="$job" \
+    --auth_token_file="$token" \
     >"$run_dir/server-$rank.log" 2>&1 &
   server=$!
   # If mpirun stops this rank (a failed worker), stop the server with it.
@@ -70,6 +79,7 @@ else
   addrs=$(for ((i = 0; i < servers; i++)); do cat "$meet/servers/$i"; done | paste -sd, -)
   worker=$((rank - servers))
   "$bin/shardps-worker" --server_addrs="$addrs" --job="$job" \
+    --auth_token_file="$token" \
     --rank="$worker" --world="$workers" --run_dir="$run_dir" "$@" \
     >"$run_dir/worker-$worker.log" 2>&1
   touch "$meet/done/$worker"

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "ps/client.h"
 #include "ps/server.h"
+#include "ps/server_process.h"
 #include "test_util.h"
 
 namespace ps {
@@ -167,6 +168,35 @@ TEST_F(SecurityTest, IncompleteOrBadTlsFilesAreClearErrors) {
             std::string::npos);
   testutil::WriteFile(File("token"), "  tok3n \n");
   EXPECT_EQ(*ReadTokenFile(File("token")), "tok3n");
+}
+
+TEST_F(SecurityTest, ServerRefusesOpenNonLoopbackUnlessTold) {
+  ServerProcessOptions o;
+  o.binary = SiblingBinary("shardps-server");
+  o.run_dir = dir_.path();
+  o.host = "0.0.0.0";
+  absl::Status refused = ServerProcess::Spawn(o).status();
+  EXPECT_FALSE(refused.ok());
+  EXPECT_NE(refused.message().find("refusing to listen on 0.0.0.0"),
+            std::string::npos)
+      << refused;
+  EXPECT_NE(refused.message().find("--allow_insecure"), std::string::npos);
+  testutil::WriteFile(File("token"), "t0ken\n");
+  for (const std::vector<std::string>& extra :
+       std::vector<std::vector<std::string>>{
+           {"--allow_insecure"},
+           {"--auth_token_file=" + File("token")},
+           {"--tls_cert=" + File("server.pem"),
+            "--tls_key=" + File("server.key")}}) {
+    o.extra_args = extra;
+    absl::StatusOr<std::unique_ptr<ServerProcess>> p = ServerProcess::Spawn(o);
+    ASSERT_TRUE(p.ok()) << extra[0] << ": " << p.status();
+    EXPECT_TRUE((*p)->Stop().ok());
+  }
+  // Loopback needs none of them.
+  o.host = "127.0.0.1";
+  o.extra_args = {};
+  EXPECT_TRUE(ServerProcess::Spawn(o).ok());
 }
 
 }  // namespace
