@@ -28,6 +28,8 @@ struct ServerOptions {
   // (empty: none).
   TlsFiles tls;
   std::string auth_token;
+  TableLimits limits;              // tables and their memory
+  int max_concurrent_streams = 0;  // calls per connection; 0: gRPC's default
 };
 
 class Server {

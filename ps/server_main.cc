@@ -34,6 +34,12 @@ ABSL_FLAG(bool, allow_insecure, false,
           "Serve a non-loopback --host with neither TLS nor a token (only on "
           "a network where everyone who can reach the port may read and "
           "change the model).");
+ABSL_FLAG(int, max_tables, 64,
+          "Tables this server holds at most (RESOURCE_EXHAUSTED beyond).");
+ABSL_FLAG(int64_t, max_memory_mb, 16384,
+          "Parameter memory of all tables, MiB (RESOURCE_EXHAUSTED beyond).");
+ABSL_FLAG(int, max_concurrent_streams, 0,
+          "Calls in flight per client connection; 0: gRPC's default.");
 ABSL_FLAG(double, shutdown_grace_s, 5,
           "Seconds in-flight calls get to finish on SIGTERM/SIGINT.");
 
@@ -70,6 +76,18 @@ int main(int argc, char** argv) {
   options.port = port;
   options.job = absl::GetFlag(FLAGS_job);
   options.max_message_bytes = max_mb << 20;
+  if (absl::GetFlag(FLAGS_max_tables) < 1 ||
+      absl::GetFlag(FLAGS_max_memory_mb) < 1 ||
+      absl::GetFlag(FLAGS_max_concurrent_streams) < 0) {
+    absl::FPrintF(stderr,
+                  "shardps-server: --max_tables and --max_memory_mb must be "
+                  ">= 1, --max_concurrent_streams >= 0\n");
+    return 2;
+  }
+  options.limits.max_tables = absl::GetFlag(FLAGS_max_tables);
+  options.limits.max_bytes =
+      static_cast<uint64_t>(absl::GetFlag(FLAGS_max_memory_mb)) << 20;
+  options.max_concurrent_streams = absl::GetFlag(FLAGS_max_concurrent_streams);
   options.tls = {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
                  absl::GetFlag(FLAGS_tls_ca)};
   if (const std::string path = absl::GetFlag(FLAGS_auth_token_file);

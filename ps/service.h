@@ -33,8 +33,9 @@ using ParameterServiceBase =
 class ParameterService final : public ParameterServiceBase {
  public:
   // With a non-empty `auth_token`, every call must carry it (ps/security.h).
-  ParameterService(std::string job, std::string auth_token = "")
-      : registry_(std::move(job)), auth_token_(std::move(auth_token)) {}
+  ParameterService(std::string job, std::string auth_token = "",
+                   TableLimits limits = {})
+      : registry_(std::move(job), limits), auth_token_(std::move(auth_token)) {}
 
   grpc::ServerUnaryReactor* CreateTable(
       grpc::CallbackServerContext* context,

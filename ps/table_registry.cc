@@ -80,9 +80,36 @@ absl::StatusOr<Table*> TableRegistry::CreateTable(
   }
   const KeyRange range = RangePartition(spec.num_params(), spec.num_shards())
                              .shard_range(spec.shard_index());
+  const uint64_t bytes = range.size() * sizeof(float);
+  {
+    absl::MutexLock lock(&mu_);
+    if (reserved_tables_ >= limits_.max_tables) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("this server already holds ", reserved_tables_,
+                       " tables, its limit (--max_tables)"));
+    }
+    if (bytes >
+        limits_.max_bytes - std::min(limits_.max_bytes, reserved_bytes_)) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "table '", spec.table(), "' needs ", bytes, " bytes on this shard; ",
+          reserved_bytes_, " of the server's ", limits_.max_bytes,
+          " (--max_memory_mb) are taken"));
+    }
+    ++reserved_tables_;
+    reserved_bytes_ += bytes;
+  }
+  // Gives the reservation back unless the table is kept.
+  auto release = [&] {
+    absl::MutexLock lock(&mu_);
+    --reserved_tables_;
+    reserved_bytes_ -= bytes;
+  };
   absl::StatusOr<std::unique_ptr<Updater>> updater =
       MakeUpdater(spec.optimizer(), range.size());
-  if (!updater.ok()) return updater.status();
+  if (!updater.ok()) {
+    release();
+    return updater.status();
+  }
   std::vector<float> values(range.size());
   FillInitialValues(spec.init(), range, values.data());
   for (const shardps::InitSegment& seg : spec.init_segments()) {
@@ -99,11 +126,15 @@ absl::StatusOr<Table*> TableRegistry::CreateTable(
 
   absl::MutexLock lock(&mu_);
   auto [it, inserted] = tables_.try_emplace(spec.table(), std::move(table));
-  if (!inserted && !google::protobuf::util::MessageDifferencer::Equals(
-                       it->second->spec, spec)) {
-    return absl::AlreadyExistsError(absl::StrCat(
-        "table '", spec.table(), "' was just created with another spec: ",
-        it->second->spec.ShortDebugString()));
+  if (!inserted) {  // another request built the same name meanwhile
+    --reserved_tables_;
+    reserved_bytes_ -= bytes;
+    if (!google::protobuf::util::MessageDifferencer::Equals(it->second->spec,
+                                                            spec)) {
+      return absl::AlreadyExistsError(absl::StrCat(
+          "table '", spec.table(), "' was just created with another spec: ",
+          it->second->spec.ShortDebugString()));
+    }
   }
   *created = inserted;
   return it->second.get();

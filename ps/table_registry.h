@@ -37,9 +37,17 @@ struct Table {
   absl::flat_hash_map<uint32_t, uint64_t> clocks ABSL_GUARDED_BY(clocks_mu);
 };
 
+// What one server may hold; a CreateTable past either is RESOURCE_EXHAUSTED
+// (never unbounded memory).
+struct TableLimits {
+  size_t max_tables = 64;
+  uint64_t max_bytes = uint64_t{16} << 30;  // parameter values, all tables
+};
+
 class TableRegistry {
  public:
-  explicit TableRegistry(std::string job) : job_(std::move(job)) {}
+  explicit TableRegistry(std::string job, TableLimits limits = {})
+      : job_(std::move(job)), limits_(limits) {}
   TableRegistry(const TableRegistry&) = delete;
   TableRegistry& operator=(const TableRegistry&) = delete;
 
@@ -48,7 +56,7 @@ class TableRegistry {
   // Creates the table described by `spec`, or finds an identical one
   // (`*created` tells which). FAILED_PRECONDITION for another job's request,
   // INVALID_ARGUMENT for a bad spec, ALREADY_EXISTS when a table of that name
-  // exists with a different spec.
+  // exists with a different spec, RESOURCE_EXHAUSTED past the limits.
   absl::StatusOr<Table*> CreateTable(const shardps::CreateTableRequest& spec,
                                      bool* created);
 
@@ -63,7 +71,11 @@ class TableRegistry {
 
  private:
   const std::string job_;
+  const TableLimits limits_;
   absl::Mutex mu_;
+  // Tables and value bytes held or being built.
+  size_t reserved_tables_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t reserved_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   absl::flat_hash_map<std::string, std::unique_ptr<Table>> tables_
       ABSL_GUARDED_BY(mu_);
 };

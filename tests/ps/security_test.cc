@@ -170,6 +170,34 @@ TEST_F(SecurityTest, IncompleteOrBadTlsFilesAreClearErrors) {
   EXPECT_EQ(*ReadTokenFile(File("token")), "tok3n");
 }
 
+TEST(LimitsTest, OversizedRequestIsResourceExhaustedAndChangesNothing) {
+  ServerOptions so;
+  so.host = "127.0.0.1";
+  so.job = "limits";
+  so.max_message_bytes = 64 << 10;
+  auto server = *Server::Start(so);
+  ClientOptions co;
+  co.server_addrs = {server->address()};
+  co.job = "limits";
+  co.chunk_bytes = 256 << 10;  // one call carries the whole 128 KiB
+  auto client = *Client::Connect(co);
+  TableOptions t;
+  t.name = "w";
+  t.num_params = 32 << 10;
+  t.optimizer.set_name("sgd");
+  t.optimizer.set_learning_rate(1.0f);
+  t.init.set_kind("constant");
+  t.init.set_value(3.0f);
+  ASSERT_TRUE(client->CreateTable(t).ok());
+  std::vector<float> grad(t.num_params, 1.0f), values(t.num_params);
+  absl::Status s = client->Push("w", 0, t.num_params, grad.data());
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  // Small requests still work and see the table untouched.
+  ASSERT_TRUE(client->Pull("w", 0, 1024, values.data()).ok());
+  EXPECT_EQ(values[0], 3.0f);
+  EXPECT_EQ(values[1023], 3.0f);
+}
+
 TEST_F(SecurityTest, ServerRefusesOpenNonLoopbackUnlessTold) {
   ServerProcessOptions o;
   o.binary = SiblingBinary("shardps-server");

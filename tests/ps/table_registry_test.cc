@@ -57,6 +57,39 @@ TEST(TableRegistryTest, CreateIsIdempotentAndConflictsAreRefused) {
   EXPECT_EQ((*registry.Find("j", "w"))->spec.optimizer().learning_rate(), 0.1f);
 }
 
+TEST(TableRegistryTest, LimitsOnTablesAndMemoryAreResourceExhausted) {
+  TableLimits limits;
+  limits.max_tables = 2;
+  limits.max_bytes = 4 * 1000;  // 1000 floats
+  TableRegistry registry("j", limits);
+  bool created = false;
+  auto named = [](std::string name, uint64_t p) {
+    shardps::CreateTableRequest spec = Spec(p, 1, 0);
+    spec.set_table(std::move(name));
+    return spec;
+  };
+  // Too big for the memory limit: refused, and nothing is held.
+  absl::Status s = registry.CreateTable(named("big", 1001), &created).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_NE(s.message().find("--max_memory_mb"), std::string::npos) << s;
+  // A failed creation (bad optimizer) gives its reservation back.
+  shardps::CreateTableRequest bad = named("bad", 600);
+  bad.mutable_optimizer()->set_name("nope");
+  EXPECT_EQ(registry.CreateTable(bad, &created).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(registry.CreateTable(named("a", 600), &created).ok());
+  // 600 + 600 floats would pass the memory limit.
+  s = registry.CreateTable(named("b", 600), &created).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  ASSERT_TRUE(registry.CreateTable(named("b", 400), &created).ok());
+  // Re-creating an existing table is not a new one.
+  EXPECT_TRUE(registry.CreateTable(named("a", 600), &created).ok());
+  EXPECT_FALSE(created);
+  s = registry.CreateTable(named("c", 1), &created).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_NE(s.message().find("--max_tables"), std::string::npos) << s;
+}
+
 TEST(TableRegistryTest, BadRequestsGetTheirCodes) {
   TableRegistry registry("j");
   bool created;
