@@ -297,17 +297,13 @@ int main(int argc, char** argv) {
     addrs = *std::move(parsed);
   }
 
-  std::string token;
-  if (const std::string path = absl::GetFlag(FLAGS_auth_token_file);
-      !path.empty()) {
-    absl::StatusOr<std::string> t = ps::ReadTokenFile(path);
-    if (!t.ok()) return Fail(t.status());
-    token = *t;
-  }
+  absl::StatusOr<std::string> token =
+      ps::ReadTokenFile(absl::GetFlag(FLAGS_auth_token_file));
+  if (!token.ok()) return Fail(token.status());
   std::vector<std::unique_ptr<ps::Client>> clients;
   for (int w = 0; w < workers; ++w) {
     ps::ClientOptions o;
-    o.auth_token = token;
+    o.auth_token = *token;
     o.tls = {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
              absl::GetFlag(FLAGS_tls_ca)};
     o.server_addrs = addrs;

@@ -77,6 +77,7 @@ MakeChannelCredentials(const TlsFiles& tls) {
 }
 
 absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
+  if (path.empty()) return std::string();
   std::ifstream in(path);
   if (!in) {
     return absl::NotFoundError(

@@ -41,7 +41,7 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>>
 MakeChannelCredentials(const TlsFiles& tls);
 
 // The token in `path` (surrounding whitespace removed); an error for a
-// missing, unreadable or empty file.
+// missing, unreadable or empty file. An empty `path` means no token: "".
 absl::StatusOr<std::string> ReadTokenFile(const std::string& path);
 
 // Metadata key and value a client sends for `token`.

@@ -90,15 +90,13 @@ int main(int argc, char** argv) {
   options.max_concurrent_streams = absl::GetFlag(FLAGS_max_concurrent_streams);
   options.tls = {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
                  absl::GetFlag(FLAGS_tls_ca)};
-  if (const std::string path = absl::GetFlag(FLAGS_auth_token_file);
-      !path.empty()) {
-    absl::StatusOr<std::string> token = ps::ReadTokenFile(path);
-    if (!token.ok()) {
-      absl::FPrintF(stderr, "shardps-server: %s\n", token.status().ToString());
-      return 2;
-    }
-    options.auth_token = *token;
+  absl::StatusOr<std::string> token =
+      ps::ReadTokenFile(absl::GetFlag(FLAGS_auth_token_file));
+  if (!token.ok()) {
+    absl::FPrintF(stderr, "shardps-server: %s\n", token.status().ToString());
+    return 2;
   }
+  options.auth_token = *token;
   if (absl::Status s = ps::CheckExposure(options.host, options.tls,
                                          !options.auth_token.empty(),
                                          absl::GetFlag(FLAGS_allow_insecure));

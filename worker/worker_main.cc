@@ -105,12 +105,10 @@ int main(int argc, char** argv) {
   co.rpc_timeout = absl::Seconds(absl::GetFlag(FLAGS_rpc_timeout_s));
   co.tls = {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
             absl::GetFlag(FLAGS_tls_ca)};
-  if (const std::string path = absl::GetFlag(FLAGS_auth_token_file);
-      !path.empty()) {
-    absl::StatusOr<std::string> token = ps::ReadTokenFile(path);
-    if (!token.ok()) return Fail(token.status());
-    co.auth_token = *token;
-  }
+  absl::StatusOr<std::string> token =
+      ps::ReadTokenFile(absl::GetFlag(FLAGS_auth_token_file));
+  if (!token.ok()) return Fail(token.status());
+  co.auth_token = *token;
   absl::StatusOr<std::unique_ptr<ps::Client>> client = ps::Client::Connect(co);
   if (!client.ok()) return Fail(client.status());
   if (absl::Status s = (*client)->WaitReady(

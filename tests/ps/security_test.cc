@@ -168,6 +168,7 @@ TEST_F(SecurityTest, IncompleteOrBadTlsFilesAreClearErrors) {
             std::string::npos);
   testutil::WriteFile(File("token"), "  tok3n \n");
   EXPECT_EQ(*ReadTokenFile(File("token")), "tok3n");
+  EXPECT_EQ(*ReadTokenFile(""), "");  // no token asked for
 }
 
 TEST(LimitsTest, OversizedRequestIsResourceExhaustedAndChangesNothing) {
