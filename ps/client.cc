@@ -10,7 +10,9 @@
 #include <utility>
 
 #include "absl/memory/memory.h"
+#include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/synchronization/blocking_counter.h"
 #include "absl/synchronization/notification.h"
 #include "ps/float_pieces.h"
@@ -461,6 +463,10 @@ absl::Status Client::WaitServer(int s, absl::Time deadline) {
 }
 
 absl::Status Client::CreateTable(const TableOptions& table) {
+  return Retrying("table creation", [&] { return CreateTableOnce(table); });
+}
+
+absl::Status Client::CreateTableOnce(const TableOptions& table) {
   const int n = num_servers();
   std::vector<grpc::ClientContext> contexts(n);
   std::vector<shardps::CreateTableRequest> requests(n);
@@ -599,7 +605,39 @@ absl::Status Client::RunBulk(bool is_push, absl::string_view table,
 
 absl::Status Client::Pull(absl::string_view table, uint64_t begin, uint64_t end,
                           float* out, uint64_t clock) {
-  return RunBulk(/*is_push=*/false, table, begin, end, out, nullptr, clock);
+  return Retrying("pull", [&] {
+    return RunBulk(/*is_push=*/false, table, begin, end, out, nullptr, clock);
+  });
+}
+
+absl::Status Client::Retrying(absl::string_view what,
+                              absl::FunctionRef<absl::Status()> call) const {
+  absl::Status s = call();
+  if (!absl::IsUnavailable(s) ||
+      options_.retry_give_up <= absl::ZeroDuration()) {
+    return s;
+  }
+  const absl::Time give_up = absl::Now() + options_.retry_give_up;
+  absl::Duration backoff = absl::Milliseconds(100);
+  absl::BitGen jitter;
+  for (int attempt = 1; absl::IsUnavailable(s); ++attempt) {
+    const absl::Time now = absl::Now();
+    if (now >= give_up) {
+      return absl::UnavailableError(absl::StrCat(
+          s.message(), "; gave up retrying the ", what, " after ", attempt,
+          " attempts over ", absl::FormatDuration(options_.retry_give_up)));
+    }
+    const absl::Duration wait =
+        std::min(backoff * absl::Uniform(jitter, 0.5, 1.5), give_up - now);
+    absl::FPrintF(
+        stderr, "shardps client: %s failed: %s; retry in %s (gives up in %s)\n",
+        what, s.message(), absl::FormatDuration(wait),
+        absl::FormatDuration(give_up - now));
+    absl::SleepFor(wait);
+    backoff = std::min(backoff * 2, absl::Seconds(5));
+    s = call();
+  }
+  return s;
 }
 
 absl::Status Client::Push(absl::string_view table, uint64_t begin, uint64_t end,
@@ -613,6 +651,16 @@ absl::Status Client::Push(absl::string_view table, uint64_t begin, uint64_t end,
 }
 
 absl::StatusOr<std::vector<shardps::StatsResponse>> Client::Stats() {
+  absl::StatusOr<std::vector<shardps::StatsResponse>> result;
+  absl::Status s = Retrying("stats", [&] {
+    result = StatsOnce();
+    return result.status();
+  });
+  if (!s.ok()) return s;
+  return result;
+}
+
+absl::StatusOr<std::vector<shardps::StatsResponse>> Client::StatsOnce() {
   const int n = num_servers();
   std::vector<grpc::ClientContext> contexts(n);
   shardps::StatsRequest request;

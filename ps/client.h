@@ -26,6 +26,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
@@ -51,6 +52,11 @@ struct ClientOptions {
   // sent with every call (empty: none).
   TlsFiles tls;
   std::string auth_token;
+  // Pull, CreateTable and Stats (idempotent) are retried on UNAVAILABLE with
+  // exponential backoff (100 ms doubling to 5 s, +-50% jitter) until this
+  // much time has passed, logging which server they wait for; 0: no
+  // retries. Push is not retried: a retried push could be applied twice.
+  absl::Duration retry_give_up = absl::ZeroDuration();
 };
 
 struct TableOptions {
@@ -103,11 +109,17 @@ class Client {
   absl::StatusOr<std::vector<shardps::StatsResponse>> Stats();
 
   struct ServerConn;  // implementation detail, defined in client.cc
+  // Runs `call` until it is not UNAVAILABLE or options().retry_give_up
+  // has passed (see ClientOptions); `what` names it in messages.
+  absl::Status Retrying(absl::string_view what,
+                        absl::FunctionRef<absl::Status()> call) const;
   // Adds what every call carries (the auth token) to `context`.
   void Authorize(grpc::ClientContext* context) const;
   class BulkOp;  // implementation detail, defined in client.cc
 
  private:
+  absl::Status CreateTableOnce(const TableOptions& table);
+  absl::StatusOr<std::vector<shardps::StatsResponse>> StatsOnce();
   // Polls server `s`'s health service until it serves or `deadline`.
   absl::Status WaitServer(int s, absl::Time deadline);
   explicit Client(ClientOptions options);

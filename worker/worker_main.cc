@@ -46,6 +46,10 @@ ABSL_FLAG(uint64_t, seed, 1, "Seed of the initial model and the shuffles.");
 ABSL_FLAG(std::string, run_dir, ".", "Directory for metrics and summary.");
 ABSL_FLAG(int, chunk_kb, 1024, "Largest payload of one Pull/Push call, KiB.");
 ABSL_FLAG(double, rpc_timeout_s, 30, "Deadline of every server call.");
+ABSL_FLAG(double, retry_give_up_s, 60,
+          "How long pulls and table creation retry an unavailable server "
+          "(with backoff) before failing; pushes are never retried. 0: no "
+          "retries.");
 ABSL_FLAG(double, ready_timeout_s, 60,
           "How long to wait for every server to be ready.");
 ABSL_FLAG(int, blas_threads, 1, "OpenBLAS threads for the model.");
@@ -103,6 +107,7 @@ int main(int argc, char** argv) {
   co.worker = rw->rank;
   co.chunk_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_chunk_kb)) << 10;
   co.rpc_timeout = absl::Seconds(absl::GetFlag(FLAGS_rpc_timeout_s));
+  co.retry_give_up = absl::Seconds(absl::GetFlag(FLAGS_retry_give_up_s));
   co.tls = {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
             absl::GetFlag(FLAGS_tls_ca)};
   absl::StatusOr<std::string> token =
