@@ -2,8 +2,12 @@
 #ifndef SHARDPS_TESTS_TEST_UTIL_H_
 #define SHARDPS_TESTS_TEST_UTIL_H_
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +16,7 @@
 #include <string>
 #include <utility>
 
+#include "ps/client.h"
 #include "ps/server_process.h"
 
 namespace testutil {
@@ -59,6 +64,43 @@ inline std::pair<int, std::string> Shell(const std::string& command) {
   while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
   const int status = pclose(f);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+// A port nothing listens on right now (the kernel's pick for port 0).
+inline int FreeLoopbackPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+inline bool Connects(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(port);
+  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  ::close(fd);
+  return ok;
+}
+
+// Table "w" of `params` keys, every value `value`, plain SGD with rate 1:
+// a gradient g moves a value by exactly -g.
+inline ps::TableOptions ConstantTable(uint64_t params, float value) {
+  ps::TableOptions t;
+  t.name = "w";
+  t.num_params = params;
+  t.optimizer.set_name("sgd");
+  t.optimizer.set_learning_rate(1.0f);
+  t.init.set_kind("constant");
+  t.init.set_value(value);
+  return t;
 }
 
 // Writes a synthetic data set with shardps-data into `out`; `flags` as on

@@ -92,21 +92,24 @@ std::vector<std::string> RemoteCommand(
   return argv;
 }
 
+// The PID a remote process printed first ("shardps-pid N"); 0 if none yet.
+int RemotePid(const std::string& log_path) {
+  std::ifstream in(log_path);
+  std::string word;
+  int pid = 0;
+  while (in >> word) {
+    if (word == "shardps-pid") return (in >> pid) ? pid : 0;
+  }
+  return 0;
+}
+
 // Stops `p`: SIGTERM (for a remote process, sent on its host to the PID it
 // printed, so that it can exit cleanly), then SIGKILL after `grace`.
 absl::Status StopProcess(ps::ChildProcess& p, const HostSlot& slot,
                          absl::Duration grace) {
   if (!slot.remote || !p.running()) return p.Stop(grace);
-  const std::string log = ps::LogTail(p.log_path(), 1000);
-  const size_t at = log.find("shardps-pid ");
-  int pid = 0;
-  if (at != std::string::npos &&
-      absl::SimpleAtoi(
-          absl::StripAsciiWhitespace(log.substr(
-              at + 12,
-              log.find_first_not_of("0123456789", at + 12) - (at + 12))),
-          &pid) &&
-      pid > 0) {
+  const int pid = RemotePid(p.log_path());
+  if (pid > 0) {
     std::vector<std::string> kill = slot.stop_prefix;
     kill.push_back(absl::StrCat("kill -TERM ", pid));
     absl::StatusOr<std::unique_ptr<ps::ChildProcess>> k =

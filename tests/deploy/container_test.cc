@@ -17,7 +17,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "nginx_server.h"  // FreeLoopbackPort
 #include "proto/summary.pb.h"
 #include "test_util.h"
 #include "worker/json_file.h"

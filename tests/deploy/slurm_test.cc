@@ -17,7 +17,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "nginx_server.h"  // FreeLoopbackPort, Connects
 #include "proto/summary.pb.h"
 #include "ps/child_process.h"
 #include "ps/server_process.h"

@@ -15,7 +15,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "launch_util.h"
-#include "nginx_server.h"  // FreeLoopbackPort, Connects
 #include "ps/child_process.h"
 #include "test_util.h"
 

@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "ps/client.h"
 #include "ps/server.h"
+#include "test_util.h"
 
 namespace ps {
 namespace {
@@ -34,16 +35,7 @@ std::unique_ptr<Client> Connect(const std::string& address,
   return *Client::Connect(o);
 }
 
-TableOptions Table() {
-  TableOptions t;
-  t.name = "w";
-  t.num_params = 256;
-  t.optimizer.set_name("sgd");
-  t.optimizer.set_learning_rate(1.0f);
-  t.init.set_kind("constant");
-  t.init.set_value(5.0f);
-  return t;
-}
+TableOptions Table() { return testutil::ConstantTable(256, 5.0f); }
 
 TEST(ClientRetryTest, StatsWaitsForARestartedServer) {
   std::unique_ptr<Server> server = Serve(0);

@@ -78,16 +78,7 @@ class SecurityTest : public testing::Test {
     return c.ok() ? *std::move(c) : nullptr;
   }
 
-  static TableOptions Table() {
-    TableOptions t;
-    t.name = "w";
-    t.num_params = 64;
-    t.optimizer.set_name("sgd");
-    t.optimizer.set_learning_rate(1.0f);
-    t.init.set_kind("constant");
-    t.init.set_value(2.0f);
-    return t;
-  }
+  static TableOptions Table() { return testutil::ConstantTable(64, 2.0f); }
 
   testutil::ScopedTempDir dir_{"shardps-tls"};
 };
@@ -182,13 +173,7 @@ TEST(LimitsTest, OversizedRequestIsResourceExhaustedAndChangesNothing) {
   co.job = "limits";
   co.chunk_bytes = 256 << 10;  // one call carries the whole 128 KiB
   auto client = *Client::Connect(co);
-  TableOptions t;
-  t.name = "w";
-  t.num_params = 32 << 10;
-  t.optimizer.set_name("sgd");
-  t.optimizer.set_learning_rate(1.0f);
-  t.init.set_kind("constant");
-  t.init.set_value(3.0f);
+  const TableOptions t = testutil::ConstantTable(32 << 10, 3.0f);
   ASSERT_TRUE(client->CreateTable(t).ok());
   std::vector<float> grad(t.num_params, 1.0f), values(t.num_params);
   absl::Status s = client->Push("w", 0, t.num_params, grad.data());
