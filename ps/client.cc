@@ -9,6 +9,7 @@
 #include <thread>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/memory/memory.h"
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
@@ -109,17 +110,28 @@ class Client::BulkOp : public std::enable_shared_from_this<BulkOp> {
 
   BulkOp(const Client& client, bool is_push, absl::string_view table,
          uint64_t base_key, float* out, const float* grad, uint64_t clock,
-         int window)
+         const PushTag& tag, int window, std::vector<Chunk> chunks)
       : client_(client),
         is_push_(is_push),
+        tag_(tag),
         table_(table),
         base_key_(base_key),
         out_(out),
         grad_(grad),
         clock_(clock),
-        window_(window) {}
+        window_(window),
+        chunks_(std::move(chunks)) {}
 
-  void AddChunk(const Chunk& chunk) { chunks_.push_back(chunk); }
+  // After Run: the chunks that did not succeed (failed, or never launched
+  // after a failure), in their order, for a retry to send again.
+  std::vector<Chunk> Unfinished() {
+    absl::MutexLock lock(&mu_);
+    std::vector<Chunk> out;
+    for (size_t i = 0; i < chunks_.size(); ++i) {
+      if (!succeeded_[i]) out.push_back(chunks_[i]);
+    }
+    return out;
+  }
 
   // Runs every chunk and waits for all of them, or gives up on stragglers
   // (see kStragglerGrace); either way nothing touches the caller's buffers
@@ -127,7 +139,11 @@ class Client::BulkOp : public std::enable_shared_from_this<BulkOp> {
   absl::Status Run() {
     calls_.resize(chunks_.size());
     deadlines_.resize(chunks_.size());
-    finished_.assign(chunks_.size(), false);
+    {
+      absl::MutexLock lock(&mu_);
+      finished_.assign(chunks_.size(), false);
+      succeeded_.assign(chunks_.size(), false);
+    }
     std::vector<size_t> launch;
     {
       absl::MutexLock lock(&mu_);
@@ -245,6 +261,9 @@ class Client::BulkOp : public std::enable_shared_from_this<BulkOp> {
   void EncodePush(const Chunk& chunk, grpc::ByteBuffer* request) {
     shardps::PushRequest header;
     FillHeader(chunk, &header);
+    header.set_session(tag_.session);
+    header.set_sequence(tag_.sequence);
+    header.set_acked_below(tag_.acked_below);
     const size_t payload = chunk.keys.size() * sizeof(float);
     PooledBuffer buffer =
         client_.push_buffers_.Acquire(kMaxWireHeaderBytes + payload);
@@ -318,6 +337,7 @@ class Client::BulkOp : public std::enable_shared_from_this<BulkOp> {
       absl::MutexLock lock(&mu_);
       --inflight_;
       finished_[index] = true;
+      succeeded_[index] = result.ok();
       if (!result.ok() && error_.ok()) error_ = result;
       TakeLaunchesLocked(&launch);
     }
@@ -328,6 +348,7 @@ class Client::BulkOp : public std::enable_shared_from_this<BulkOp> {
 
   const Client& client_;
   const bool is_push_;
+  const PushTag tag_;
   const std::string table_;
   const uint64_t base_key_;  // key of out_[0] / grad_[0]
   float* const out_;
@@ -336,7 +357,7 @@ class Client::BulkOp : public std::enable_shared_from_this<BulkOp> {
   const int window_;
   const std::string pull_method_ = kPullMethod;
   const std::string push_method_ = kPushMethod;
-  std::vector<Chunk> chunks_;
+  const std::vector<Chunk> chunks_;
   std::vector<std::unique_ptr<Call>> calls_;  // one per chunk, once launched
   std::vector<absl::Time> deadlines_;         // written before each launch
 
@@ -345,13 +366,15 @@ class Client::BulkOp : public std::enable_shared_from_this<BulkOp> {
   int inflight_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   std::vector<bool> finished_ ABSL_GUARDED_BY(mu_);
+  std::vector<bool> succeeded_ ABSL_GUARDED_BY(mu_);
   absl::Time latest_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   bool abandoned_ ABSL_GUARDED_BY(mu_) = false;
   // OnDone calls between their abandoned_ check and their last launch.
   int callbacks_busy_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-Client::Client(ClientOptions options) : options_(std::move(options)) {}
+Client::Client(ClientOptions options, uint64_t session)
+    : options_(std::move(options)), session_(session) {}
 
 Client::~Client() {
   // Calls abandoned by a Pull/Push (stuck behind a hung server) end when
@@ -376,7 +399,12 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
   absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
       MakeChannelCredentials(options.tls);
   if (!credentials.ok()) return credentials.status();
-  auto client = absl::WrapUnique(new Client(std::move(options)));
+  // Random, so that a restarted worker's pushes are never mistaken for
+  // retries of its previous incarnation's.
+  absl::BitGen random;
+  const uint64_t session =
+      absl::Uniform<uint64_t>(absl::IntervalClosed, random, 1, ~uint64_t{0});
+  auto client = absl::WrapUnique(new Client(std::move(options), session));
   const ClientOptions& o = client->options_;
   for (const std::string& address : o.server_addrs) {
     auto conn = std::make_unique<ServerConn>();
@@ -569,7 +597,8 @@ absl::StatusOr<const RangePartition*> Client::FindTable(absl::string_view table,
 
 absl::Status Client::RunBulk(bool is_push, absl::string_view table,
                              uint64_t begin, uint64_t end, float* out,
-                             const float* grad, uint64_t clock) {
+                             const float* grad, uint64_t clock,
+                             const PushTag& tag) {
   absl::StatusOr<const RangePartition*> partition =
       FindTable(table, begin, end);
   if (!partition.ok()) return partition.status();
@@ -592,22 +621,28 @@ absl::Status Client::RunBulk(bool is_push, absl::string_view table,
     }
     longest = std::max(longest, per_shard[p].size());
   }
-  auto op = std::make_shared<BulkOp>(
-      *this, is_push, table, begin, out, grad, clock,
-      options_.max_inflight_per_server * static_cast<int>(pieces.size()));
+  std::vector<BulkOp::Chunk> chunks;
   for (size_t i = 0; i < longest; ++i) {
-    for (const auto& chunks : per_shard) {
-      if (i < chunks.size()) op->AddChunk(chunks[i]);
+    for (const auto& shard_chunks : per_shard) {
+      if (i < shard_chunks.size()) chunks.push_back(shard_chunks[i]);
     }
   }
-  return op->Run();
+  const int window =
+      options_.max_inflight_per_server * static_cast<int>(pieces.size());
+  // A retry sends only the chunks that have not succeeded yet.
+  return Retrying(is_push ? "push" : "pull", [&] {
+    auto op = std::make_shared<BulkOp>(*this, is_push, table, begin, out, grad,
+                                       clock, tag, window, std::move(chunks));
+    absl::Status s = op->Run();
+    chunks = op->Unfinished();
+    return s;
+  });
 }
 
 absl::Status Client::Pull(absl::string_view table, uint64_t begin, uint64_t end,
                           float* out, uint64_t clock) {
-  return Retrying("pull", [&] {
-    return RunBulk(/*is_push=*/false, table, begin, end, out, nullptr, clock);
-  });
+  return RunBulk(/*is_push=*/false, table, begin, end, out, nullptr, clock,
+                 PushTag{});
 }
 
 absl::Status Client::Retrying(absl::string_view what,
@@ -647,7 +682,24 @@ absl::Status Client::Push(absl::string_view table, uint64_t begin, uint64_t end,
         absl::StrCat("gradient for '", table, "' keys [", begin, ", ", end,
                      ") contains NaN or Inf; nothing was sent"));
   }
-  return RunBulk(/*is_push=*/true, table, begin, end, nullptr, grad, clock);
+  PushTag tag{session_, 0, 0};
+  {
+    absl::MutexLock lock(&push_mu_);
+    tag.sequence = next_sequence_++;
+    open_pushes_.insert(tag.sequence);
+  }
+  absl::Cleanup close = [&] {
+    absl::MutexLock lock(&push_mu_);
+    open_pushes_.erase(tag.sequence);
+  };
+  {
+    // The oldest push still open here (this one, or an older one running on
+    // another thread): servers may forget everything below it.
+    absl::MutexLock lock(&push_mu_);
+    tag.acked_below = *open_pushes_.begin();
+  }
+  return RunBulk(/*is_push=*/true, table, begin, end, nullptr, grad, clock,
+                 tag);
 }
 
 absl::StatusOr<std::vector<shardps::StatsResponse>> Client::Stats() {

@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -52,10 +53,10 @@ struct ClientOptions {
   // sent with every call (empty: none).
   TlsFiles tls;
   std::string auth_token;
-  // Pull, CreateTable and Stats (idempotent) are retried on UNAVAILABLE with
-  // exponential backoff (100 ms doubling to 5 s, +-50% jitter) until this
-  // much time has passed, logging which server they wait for; 0: no
-  // retries. Push is not retried: a retried push could be applied twice.
+  // Every call is retried on UNAVAILABLE with exponential backoff (100 ms
+  // doubling to 5 s, +-50% jitter) until this much time has passed, logging
+  // which server it waits for; 0: no retries. Pushes are safe to retry: the
+  // servers apply each push once (see Push).
   absl::Duration retry_give_up = absl::ZeroDuration();
 };
 
@@ -101,7 +102,11 @@ class Client {
 
   // Sends the gradient grad[0, end - begin) for keys [begin, end). A gradient
   // with a NaN or Inf is refused before anything is sent, so no shard
-  // applies part of it.
+  // applies part of it. Exactly once: every piece carries this client's
+  // session and the push's sequence number, so a piece sent again (a retry
+  // after a lost reply, also to a server restored from a checkpoint) is
+  // acknowledged by the server without being applied twice
+  // (ps/push_ledger.h).
   absl::Status Push(absl::string_view table, uint64_t begin, uint64_t end,
                     const float* grad, uint64_t clock = 0);
 
@@ -122,14 +127,22 @@ class Client {
   absl::StatusOr<std::vector<shardps::StatsResponse>> StatsOnce();
   // Polls server `s`'s health service until it serves or `deadline`.
   absl::Status WaitServer(int s, absl::Time deadline);
-  explicit Client(ClientOptions options);
+  Client(ClientOptions options, uint64_t session);
   absl::StatusOr<const RangePartition*> FindTable(absl::string_view table,
                                                   uint64_t begin, uint64_t end);
+
+  // What makes a push's pieces unique on the servers (PushRequest fields).
+  struct PushTag {
+    uint64_t session = 0;
+    uint64_t sequence = 0;
+    uint64_t acked_below = 0;
+  };
   absl::Status RunBulk(bool is_push, absl::string_view table, uint64_t begin,
                        uint64_t end, float* out, const float* grad,
-                       uint64_t clock);
+                       uint64_t clock, const PushTag& tag);
 
   const ClientOptions options_;
+  const uint64_t session_;  // random, non-zero; see Push
   std::vector<std::unique_ptr<ServerConn>> servers_;
   mutable BufferPool push_buffers_;  // thread-safe; reused across calls
 
@@ -137,6 +150,9 @@ class Client {
   void StragglerDone() const;
   mutable absl::Mutex stragglers_mu_;
   mutable int stragglers_ ABSL_GUARDED_BY(stragglers_mu_) = 0;
+  absl::Mutex push_mu_;
+  uint64_t next_sequence_ ABSL_GUARDED_BY(push_mu_) = 1;
+  std::set<uint64_t> open_pushes_ ABSL_GUARDED_BY(push_mu_);  // sequences
   absl::Mutex tables_mu_;
   absl::flat_hash_map<std::string, std::unique_ptr<RangePartition>> tables_
       ABSL_GUARDED_BY(tables_mu_);

@@ -6,6 +6,7 @@
 
 #include "absl/memory/memory.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace ps {
 
@@ -17,9 +18,20 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
       MakeServerCredentials(options.tls);
   if (!credentials.ok()) return credentials.status();
-  std::unique_ptr<Server> server = absl::WrapUnique(new Server(
-      options,
-      std::make_unique<ParameterService>(options.job, options.auth_token)));
+  ServiceOptions service;
+  service.job = options.job;
+  service.auth_token = options.auth_token;
+  service.limits = options.limits;
+  service.drop_reply_fraction = options.drop_reply_fraction;
+  std::unique_ptr<Server> server = absl::WrapUnique(
+      new Server(options, std::make_unique<ParameterService>(service)));
+  if (!options.checkpoint.dir.empty()) {
+    absl::StatusOr<std::unique_ptr<Checkpointer>> checkpointer =
+        Checkpointer::Open(options.checkpoint, &server->service_->registry());
+    if (!checkpointer.ok()) return checkpointer.status();
+    server->checkpointer_ = *std::move(checkpointer);
+    server->service_->set_checkpointer(server->checkpointer_.get());
+  }
   const std::string listen = absl::StrCat(options.host, ":", options.port);
   grpc::ServerBuilder builder;
   builder.AddListeningPort(listen, *credentials, &server->port_);
@@ -44,6 +56,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
                      " (address in use, or not an address of this host?)"));
   }
   server->server_->GetHealthCheckService()->SetServingStatus(true);
+  if (server->checkpointer_ != nullptr) server->checkpointer_->StartPeriodic();
   return server;
 }
 
@@ -51,17 +64,26 @@ std::string Server::address() const {
   return absl::StrCat(options_.host, ":", port_);
 }
 
-void Server::Shutdown(absl::Duration grace) {
+absl::Status Server::Shutdown(absl::Duration grace) {
   absl::MutexLock lock(&shutdown_mu_);
-  if (shut_down_) return;
+  if (shut_down_) return absl::OkStatus();
   shut_down_ = true;
   server_->GetHealthCheckService()->SetServingStatus(false);
   server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
   server_->Wait();
+  if (checkpointer_ == nullptr) return absl::OkStatus();
+  // Nothing can change the tables any more: this checkpoint holds every
+  // push that was acknowledged.
+  checkpointer_->StopPeriodic();
+  return checkpointer_->WriteNow();
 }
 
 Server::~Server() {
-  if (server_ != nullptr) Shutdown(absl::Seconds(1));
+  if (server_ == nullptr) return;
+  if (absl::Status s = Shutdown(absl::Seconds(1)); !s.ok()) {
+    absl::FPrintF(stderr, "shardps-server: last checkpoint failed: %s\n",
+                  s.ToString());
+  }
 }
 
 }  // namespace ps

@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "ps/checkpointer.h"
 #include "ps/security.h"
 #include "ps/service.h"
 
@@ -30,12 +31,19 @@ struct ServerOptions {
   std::string auth_token;
   TableLimits limits;              // tables and their memory
   int max_concurrent_streams = 0;  // calls per connection; 0: gRPC's default
+  // ps/checkpointer.h: with a directory, the server restores its latest
+  // checkpoint before serving, writes one every checkpoint.every and a last
+  // one at Shutdown. Empty directory: no checkpoints.
+  CheckpointOptions checkpoint;
+  // FAULT INJECTION for tests (ServiceOptions::drop_reply_fraction).
+  double drop_reply_fraction = 0;
 };
 
 class Server {
  public:
-  // Binds and starts serving. UNAVAILABLE names the address when binding
-  // fails (port in use, bad host).
+  // Restores the checkpoint if any, binds and starts serving. UNAVAILABLE
+  // names the address when binding fails (port in use, bad host); a
+  // checkpoint that cannot be restored is an error too (ps/checkpointer.h).
   static absl::StatusOr<std::unique_ptr<Server>> Start(
       const ServerOptions& options);
 
@@ -50,16 +58,21 @@ class Server {
 
   // Marks the server NOT_SERVING, stops accepting calls (new ones get
   // UNAVAILABLE), lets in-flight calls finish for up to `grace`, then cancels
-  // the rest. Idempotent.
-  void Shutdown(absl::Duration grace);
+  // the rest and writes a last checkpoint (its error is returned).
+  // Idempotent.
+  absl::Status Shutdown(absl::Duration grace);
+
+  // Null without a checkpoint directory.
+  Checkpointer* checkpointer() { return checkpointer_.get(); }
 
  private:
   Server(ServerOptions options, std::unique_ptr<ParameterService> service)
       : options_(std::move(options)), service_(std::move(service)) {}
 
   const ServerOptions options_;
-  // Declared before server_ so that it outlives it.
+  // Declared before server_ so that they outlive it.
   const std::unique_ptr<ParameterService> service_;
+  std::unique_ptr<Checkpointer> checkpointer_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   absl::Mutex shutdown_mu_;

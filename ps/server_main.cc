@@ -1,5 +1,6 @@
 // shardps-server: one parameter-server shard. Runs until SIGTERM or SIGINT,
-// then stops accepting calls, lets in-flight ones finish and exits 0.
+// then stops accepting calls, lets in-flight ones finish, writes a last
+// checkpoint (with --checkpoint_dir) and exits 0.
 #include <csignal>
 #include <cstdio>
 #include <string>
@@ -40,6 +41,19 @@ ABSL_FLAG(int64_t, max_memory_mb, 16384,
           "Parameter memory of all tables, MiB (RESOURCE_EXHAUSTED beyond).");
 ABSL_FLAG(int, max_concurrent_streams, 0,
           "Calls in flight per client connection; 0: gRPC's default.");
+ABSL_FLAG(std::string, checkpoint_dir, "",
+          "This server's own checkpoint directory: the latest checkpoint in "
+          "it is restored at start, a new one is written every "
+          "--checkpoint_every seconds and on SIGTERM/SIGINT. Empty: no "
+          "checkpoints (a restarted server starts empty).");
+ABSL_FLAG(double, checkpoint_every, 30,
+          "Seconds between checkpoints (with --checkpoint_dir); 0: only on "
+          "SIGTERM/SIGINT. A killed server loses at most the pushes since "
+          "its last checkpoint.");
+ABSL_FLAG(double, inject_reply_drops, 0,
+          "FAULT INJECTION for tests: this fraction of pulls and pushes is "
+          "carried out but answered UNAVAILABLE, as if the reply were lost. "
+          "Never set in a real job.");
 ABSL_FLAG(double, shutdown_grace_s, 5,
           "Seconds in-flight calls get to finish on SIGTERM/SIGINT.");
 
@@ -88,6 +102,23 @@ int main(int argc, char** argv) {
   options.limits.max_bytes =
       static_cast<uint64_t>(absl::GetFlag(FLAGS_max_memory_mb)) << 20;
   options.max_concurrent_streams = absl::GetFlag(FLAGS_max_concurrent_streams);
+  const double every = absl::GetFlag(FLAGS_checkpoint_every);
+  const double drops = absl::GetFlag(FLAGS_inject_reply_drops);
+  if (!(every >= 0) || !(drops >= 0 && drops < 1)) {
+    absl::FPrintF(stderr,
+                  "shardps-server: --checkpoint_every must be >= 0 and "
+                  "--inject_reply_drops in [0, 1)\n");
+    return 2;
+  }
+  options.checkpoint.dir = absl::GetFlag(FLAGS_checkpoint_dir);
+  options.checkpoint.every = absl::Seconds(every);
+  options.drop_reply_fraction = drops;
+  if (drops > 0) {
+    absl::FPrintF(stderr,
+                  "shardps-server: FAULT INJECTION: answering %.0f%% of pulls "
+                  "and pushes UNAVAILABLE after carrying them out\n",
+                  drops * 100);
+  }
   options.tls = {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
                  absl::GetFlag(FLAGS_tls_ca)};
   absl::StatusOr<std::string> token =
@@ -125,7 +156,13 @@ int main(int argc, char** argv) {
   sigwait(&stop_signals, &signal);
   absl::FPrintF(stderr, "shardps-server: %s received, shutting down\n",
                 signal == SIGTERM ? "SIGTERM" : "SIGINT");
-  (*server)->Shutdown(absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_s)));
+  if (absl::Status s = (*server)->Shutdown(
+          absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_s)));
+      !s.ok()) {
+    absl::FPrintF(stderr, "shardps-server: last checkpoint failed: %s\n",
+                  s.ToString());
+    return 1;
+  }
   absl::FPrintF(stderr, "shardps-server: stopped\n");
   return 0;
 }

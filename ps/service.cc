@@ -31,6 +31,12 @@ absl::Status ParameterService::Authenticate(
                            : "wrong auth token");
 }
 
+bool ParameterService::DropReply() {
+  if (drop_reply_fraction_ <= 0) return false;
+  absl::MutexLock lock(&drop_mu_);
+  return absl::Bernoulli(drop_random_, drop_reply_fraction_);
+}
+
 grpc::ServerUnaryReactor* ParameterService::Finish(
     grpc::CallbackServerContext* context, const absl::Status& status) {
   if (!status.ok()) rejected_requests_.fetch_add(1, std::memory_order_relaxed);
@@ -68,6 +74,10 @@ grpc::ServerUnaryReactor* ParameterService::Stats(
     response->set_bytes_pulled(bytes_pulled_.load());
     response->set_bytes_pushed(bytes_pushed_.load());
     response->set_rejected_requests(rejected_requests_.load());
+    response->set_duplicate_pushes(registry_.DuplicatePushes());
+    if (checkpointer_ != nullptr) {
+      response->set_checkpoints_written(checkpointer_->written());
+    }
   }
   return Finish(context, status);
 }
@@ -79,7 +89,11 @@ grpc::ServerUnaryReactor* ParameterService::Pull(
   if (absl::Status s = Authenticate(*context); !s.ok()) {
     return Finish(context, s);
   }
-  return Finish(context, DoPull(*request, response));
+  absl::Status status = DoPull(*request, response);
+  if (status.ok() && DropReply()) {
+    status = absl::UnavailableError("FAULT INJECTION: pull reply dropped");
+  }
+  return Finish(context, status);
 }
 
 grpc::ServerUnaryReactor* ParameterService::Push(
@@ -89,7 +103,11 @@ grpc::ServerUnaryReactor* ParameterService::Push(
   if (absl::Status s = Authenticate(*context); !s.ok()) {
     return Finish(context, s);
   }
-  return Finish(context, DoPush(*request, response));
+  absl::Status status = DoPush(*request, response);
+  if (status.ok() && DropReply()) {
+    status = absl::UnavailableError("FAULT INJECTION: push reply dropped");
+  }
+  return Finish(context, status);
 }
 
 absl::Status ParameterService::DoPull(const grpc::ByteBuffer& request,
@@ -133,15 +151,31 @@ absl::Status ParameterService::DoPush(const grpc::ByteBuffer& request,
   }
   absl::StatusOr<Table*> table = registry_.Find(push.job(), push.table());
   if (!table.ok()) return table.status();
+  Table& t = **table;
+  const KeyRange keys{push.begin(), push.end()};
   FloatPieces gradient(split.bulk);
-  absl::StatusOr<uint64_t> version =
-      (*table)->store->Push({push.begin(), push.end()}, gradient);
-  if (!version.ok()) return version.status();
-  (*table)->RecordClock(push.worker(), push.clock());
+  // Validate first: a rejected push must not even touch the ledger.
+  if (absl::Status s = t.store->CheckPush(keys, gradient); !s.ok()) return s;
+  const PushId id{push.worker(), push.session(), push.sequence(), keys.begin};
   shardps::PushResponse reply;
-  reply.set_version(*version);
+  {
+    absl::ReaderMutexLock hold(&t.snapshot_mu);
+    absl::StatusOr<Admission> admission =
+        t.ledger.Admit(id, push.acked_below());
+    if (!admission.ok()) return admission.status();
+    if (admission->kind == Admission::kDuplicate) {
+      reply.set_duplicate(true);
+      reply.set_version(admission->version != 0 ? admission->version
+                                                : t.store->version());
+    } else {
+      const uint64_t version = t.store->ApplyChecked(keys, gradient);
+      t.ledger.Commit(id, version);
+      t.RecordClock(push.worker(), push.clock());
+      reply.set_version(version);
+      bytes_pushed_.fetch_add(gradient.byte_size(), std::memory_order_relaxed);
+    }
+  }
   *response = SerializeSmallMessage(reply);
-  bytes_pushed_.fetch_add(gradient.byte_size(), std::memory_order_relaxed);
   return absl::OkStatus();
 }
 

@@ -17,8 +17,11 @@
 #include <cstdint>
 #include <string>
 
+#include "absl/random/random.h"
+#include "absl/synchronization/mutex.h"
 #include "proto/shardps.grpc.pb.h"
 #include "ps/buffer_pool.h"
+#include "ps/checkpointer.h"
 #include "ps/table_registry.h"
 
 namespace ps {
@@ -30,12 +33,29 @@ using ParameterServiceBase =
                 shardps::ParameterServer::WithCallbackMethod_Stats<
                     shardps::ParameterServer::Service>>>>;
 
+struct ServiceOptions {
+  std::string job = "default";
+  // When non-empty, every call must carry it (ps/security.h).
+  std::string auth_token;
+  TableLimits limits;
+  // FAULT INJECTION, for tests of retries: this fraction of Pull and Push
+  // calls is carried out in full but answered UNAVAILABLE, as if the reply
+  // were lost on the way back. 0 in normal operation.
+  double drop_reply_fraction = 0;
+};
+
 class ParameterService final : public ParameterServiceBase {
  public:
-  // With a non-empty `auth_token`, every call must carry it (ps/security.h).
-  ParameterService(std::string job, std::string auth_token = "",
-                   TableLimits limits = {})
-      : registry_(std::move(job), limits), auth_token_(std::move(auth_token)) {}
+  explicit ParameterService(ServiceOptions options)
+      : registry_(options.job, options.limits),
+        auth_token_(std::move(options.auth_token)),
+        drop_reply_fraction_(options.drop_reply_fraction) {}
+
+  TableRegistry& registry() { return registry_; }
+  // Reports checkpoints_written in Stats; set before serving starts.
+  void set_checkpointer(const Checkpointer* checkpointer) {
+    checkpointer_ = checkpointer;
+  }
 
   grpc::ServerUnaryReactor* CreateTable(
       grpc::CallbackServerContext* context,
@@ -58,12 +78,18 @@ class ParameterService final : public ParameterServiceBase {
                       grpc::ByteBuffer* response);
   // UNAUTHENTICATED unless the call carries the job's token.
   absl::Status Authenticate(const grpc::CallbackServerContext& context) const;
+  // True when fault injection says to lose this call's reply.
+  bool DropReply();
   // Finishes a call with `status`, counting rejections.
   grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* context,
                                    const absl::Status& status);
 
   TableRegistry registry_;
   const std::string auth_token_;
+  const double drop_reply_fraction_;
+  absl::Mutex drop_mu_;
+  absl::BitGen drop_random_ ABSL_GUARDED_BY(drop_mu_);
+  const Checkpointer* checkpointer_ = nullptr;
   BufferPool pull_buffers_;
   std::atomic<uint64_t> pull_requests_{0};
   std::atomic<uint64_t> push_requests_{0};

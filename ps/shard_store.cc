@@ -9,11 +9,12 @@
 namespace ps {
 
 ShardStore::ShardStore(KeyRange range, std::unique_ptr<Updater> updater,
-                       std::vector<float> initial)
+                       std::vector<float> initial, uint64_t version)
     : range_(range),
       updater_(std::move(updater)),
       values_(std::move(initial)),
-      stripes_((range.size() + kStripeFloats - 1) / kStripeFloats) {
+      stripes_((range.size() + kStripeFloats - 1) / kStripeFloats),
+      version_(version) {
   assert(values_.size() == range_.size());
 }
 
@@ -49,6 +50,11 @@ absl::StatusOr<uint64_t> ShardStore::Pull(KeyRange keys, float* out) const {
 
 absl::StatusOr<uint64_t> ShardStore::Push(KeyRange keys,
                                           FloatPieces& gradient) {
+  if (absl::Status s = CheckPush(keys, gradient); !s.ok()) return s;
+  return ApplyChecked(keys, gradient);
+}
+
+absl::Status ShardStore::CheckPush(KeyRange keys, FloatPieces& gradient) const {
   if (absl::Status s = CheckKeys(keys); !s.ok()) return s;
   if (gradient.byte_size() != keys.size() * sizeof(float)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -63,6 +69,10 @@ absl::StatusOr<uint64_t> ShardStore::Push(KeyRange keys,
                                                    keys.begin, ", ", keys.end,
                                                    ") contains NaN or Inf"));
   }
+  return absl::OkStatus();
+}
+
+uint64_t ShardStore::ApplyChecked(KeyRange keys, FloatPieces& gradient) {
   gradient.Reset();
   uint64_t at = keys.begin - range_.begin;
   const uint64_t stop = keys.end - range_.begin;
@@ -76,6 +86,15 @@ absl::StatusOr<uint64_t> ShardStore::Push(KeyRange keys,
     });
   }
   return version_.fetch_add(1, std::memory_order_acq_rel) + 1;
+}
+
+void ShardStore::SaveArrays(std::vector<std::vector<float>>* arrays) const {
+  const std::vector<absl::Span<float>> state = updater_->state();
+  arrays->resize(1 + state.size());
+  (*arrays)[0].assign(values_.begin(), values_.end());
+  for (size_t i = 0; i < state.size(); ++i) {
+    (*arrays)[1 + i].assign(state[i].begin(), state[i].end());
+  }
 }
 
 }  // namespace ps

@@ -8,7 +8,9 @@
 // ("block-consistent"), while different stripes may reflect different
 // numbers of pushes, as asynchronous SGD allows.
 //
-// Thread-safety: all methods are safe to call concurrently.
+// Thread-safety: all methods are safe to call concurrently, except that
+// SaveArrays must not overlap a push (the table's snapshot lock, in
+// ps/table_registry.h, keeps them apart).
 #ifndef SHARDPS_PS_SHARD_STORE_H_
 #define SHARDPS_PS_SHARD_STORE_H_
 
@@ -31,9 +33,10 @@ class ShardStore {
   static constexpr uint64_t kStripeFloats = 4096;  // 16 KiB per lock
 
   // Takes ownership of `updater`. `initial` fills the values of `range`;
-  // its size must be range.size().
+  // its size must be range.size(). `version` is the number of pushes the
+  // values already reflect (non-zero when restored from a checkpoint).
   ShardStore(KeyRange range, std::unique_ptr<Updater> updater,
-             std::vector<float> initial);
+             std::vector<float> initial, uint64_t version = 0);
 
   ShardStore(const ShardStore&) = delete;
   ShardStore& operator=(const ShardStore&) = delete;
@@ -51,6 +54,16 @@ class ShardStore {
   // version. INVALID_ARGUMENT, with nothing changed, when `keys` is bad as
   // for Pull, the byte length is not 4 * keys.size(), or a value is NaN/Inf.
   absl::StatusOr<uint64_t> Push(KeyRange keys, FloatPieces& gradient);
+
+  // Push in two halves, for callers that act between validating a push and
+  // applying it: CheckPush returns Push's errors without changing anything;
+  // ApplyChecked applies a push CheckPush accepted and returns the version.
+  absl::Status CheckPush(KeyRange keys, FloatPieces& gradient) const;
+  uint64_t ApplyChecked(KeyRange keys, FloatPieces& gradient);
+
+  // Copies the values into arrays[0] and the updater's per-key state arrays
+  // into arrays[1...], resizing `arrays` (its buffers are reused).
+  void SaveArrays(std::vector<std::vector<float>>* arrays) const;
 
   // INVALID_ARGUMENT unless `keys` is a non-empty range inside range().
   absl::Status CheckKeys(KeyRange keys) const;

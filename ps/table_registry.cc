@@ -43,9 +43,8 @@ absl::Status TableRegistry::CheckJob(absl::string_view job) const {
   return absl::OkStatus();
 }
 
-absl::StatusOr<Table*> TableRegistry::CreateTable(
-    const shardps::CreateTableRequest& spec, bool* created) {
-  *created = false;
+absl::StatusOr<KeyRange> TableRegistry::CheckSpec(
+    const shardps::CreateTableRequest& spec) {
   if (absl::Status s = CheckJob(spec.job()); !s.ok()) return s;
   if (absl::Status s = CheckTableName(spec.table()); !s.ok()) return s;
   if (spec.num_shards() < 1 || spec.shard_index() >= spec.num_shards()) {
@@ -53,6 +52,48 @@ absl::StatusOr<Table*> TableRegistry::CreateTable(
         absl::StrCat("shard_index ", spec.shard_index(), " is not in [0, ",
                      spec.num_shards(), ")"));
   }
+  if (absl::Status s = ValidateInit(spec.init()); !s.ok()) return s;
+  for (const shardps::InitSegment& seg : spec.init_segments()) {
+    if (seg.begin() >= seg.end() || seg.end() > spec.num_params()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "init segment [", seg.begin(), ", ", seg.end(),
+          ") is empty or outside the table's ", spec.num_params(), " keys"));
+    }
+    if (absl::Status s = ValidateInit(seg.init()); !s.ok()) return s;
+  }
+  return RangePartition(spec.num_params(), spec.num_shards())
+      .shard_range(spec.shard_index());
+}
+
+absl::Status TableRegistry::Reserve(absl::string_view table, uint64_t bytes) {
+  absl::MutexLock lock(&mu_);
+  if (reserved_tables_ >= limits_.max_tables) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("this server already holds ", reserved_tables_,
+                     " tables, its limit (--max_tables)"));
+  }
+  if (bytes >
+      limits_.max_bytes - std::min(limits_.max_bytes, reserved_bytes_)) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "table '", table, "' needs ", bytes, " bytes on this shard; ",
+        reserved_bytes_, " of the server's ", limits_.max_bytes,
+        " (--max_memory_mb) are taken"));
+  }
+  ++reserved_tables_;
+  reserved_bytes_ += bytes;
+  return absl::OkStatus();
+}
+
+void TableRegistry::Unreserve(uint64_t bytes) {
+  absl::MutexLock lock(&mu_);
+  --reserved_tables_;
+  reserved_bytes_ -= bytes;
+}
+
+absl::StatusOr<Table*> TableRegistry::CreateTable(
+    const shardps::CreateTableRequest& spec, bool* created) {
+  *created = false;
+  if (absl::Status s = CheckJob(spec.job()); !s.ok()) return s;
   {
     absl::MutexLock lock(&mu_);
     auto it = tables_.find(spec.table());
@@ -69,59 +110,28 @@ absl::StatusOr<Table*> TableRegistry::CreateTable(
   }
   // Validate and build outside the lock: filling a large table takes a while
   // and other tables' requests should not wait for it.
-  if (absl::Status s = ValidateInit(spec.init()); !s.ok()) return s;
-  for (const shardps::InitSegment& seg : spec.init_segments()) {
-    if (seg.begin() >= seg.end() || seg.end() > spec.num_params()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "init segment [", seg.begin(), ", ", seg.end(),
-          ") is empty or outside the table's ", spec.num_params(), " keys"));
-    }
-    if (absl::Status s = ValidateInit(seg.init()); !s.ok()) return s;
-  }
-  const KeyRange range = RangePartition(spec.num_params(), spec.num_shards())
-                             .shard_range(spec.shard_index());
-  const uint64_t bytes = range.size() * sizeof(float);
-  {
-    absl::MutexLock lock(&mu_);
-    if (reserved_tables_ >= limits_.max_tables) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("this server already holds ", reserved_tables_,
-                       " tables, its limit (--max_tables)"));
-    }
-    if (bytes >
-        limits_.max_bytes - std::min(limits_.max_bytes, reserved_bytes_)) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "table '", spec.table(), "' needs ", bytes, " bytes on this shard; ",
-          reserved_bytes_, " of the server's ", limits_.max_bytes,
-          " (--max_memory_mb) are taken"));
-    }
-    ++reserved_tables_;
-    reserved_bytes_ += bytes;
-  }
-  // Gives the reservation back unless the table is kept.
-  auto release = [&] {
-    absl::MutexLock lock(&mu_);
-    --reserved_tables_;
-    reserved_bytes_ -= bytes;
-  };
+  absl::StatusOr<KeyRange> range = CheckSpec(spec);
+  if (!range.ok()) return range.status();
+  const uint64_t bytes = range->size() * sizeof(float);
+  if (absl::Status s = Reserve(spec.table(), bytes); !s.ok()) return s;
   absl::StatusOr<std::unique_ptr<Updater>> updater =
-      MakeUpdater(spec.optimizer(), range.size());
+      MakeUpdater(spec.optimizer(), range->size());
   if (!updater.ok()) {
-    release();
+    Unreserve(bytes);
     return updater.status();
   }
-  std::vector<float> values(range.size());
-  FillInitialValues(spec.init(), range, values.data());
+  std::vector<float> values(range->size());
+  FillInitialValues(spec.init(), *range, values.data());
   for (const shardps::InitSegment& seg : spec.init_segments()) {
-    const KeyRange overlap{std::max(seg.begin(), range.begin),
-                           std::min(seg.end(), range.end)};
+    const KeyRange overlap{std::max(seg.begin(), range->begin),
+                           std::min(seg.end(), range->end)};
     if (overlap.begin < overlap.end) {
       FillInitialValues(seg.init(), overlap,
-                        values.data() + (overlap.begin - range.begin));
+                        values.data() + (overlap.begin - range->begin));
     }
   }
   auto table = std::make_unique<Table>(
-      spec, std::make_unique<ShardStore>(range, *std::move(updater),
+      spec, std::make_unique<ShardStore>(*range, *std::move(updater),
                                          std::move(values)));
 
   absl::MutexLock lock(&mu_);
@@ -140,6 +150,90 @@ absl::StatusOr<Table*> TableRegistry::CreateTable(
   return it->second.get();
 }
 
+absl::Status TableRegistry::Restore(TableSnapshot snapshot) {
+  const shardps::CreateTableRequest& spec = snapshot.meta.spec();
+  absl::StatusOr<KeyRange> range = CheckSpec(spec);
+  if (!range.ok()) return range.status();
+  absl::StatusOr<std::unique_ptr<Updater>> updater =
+      MakeUpdater(spec.optimizer(), range->size());
+  if (!updater.ok()) return updater.status();
+  std::vector<absl::Span<float>> state = (*updater)->state();
+  if (snapshot.arrays.size() != 1 + state.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("table '", spec.table(), "' has ", snapshot.arrays.size(),
+                     " arrays; its optimizer needs ", 1 + state.size()));
+  }
+  for (const std::vector<float>& array : snapshot.arrays) {
+    if (array.size() != range->size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "table '", spec.table(), "' has an array of ", array.size(),
+          " values for its ", range->size(), " keys on this shard"));
+    }
+  }
+  for (size_t i = 0; i < state.size(); ++i) {
+    std::copy(snapshot.arrays[1 + i].begin(), snapshot.arrays[1 + i].end(),
+              state[i].begin());
+  }
+  const uint64_t version = snapshot.meta.version();
+  auto table = std::make_unique<Table>(
+      spec,
+      std::make_unique<ShardStore>(*range, *std::move(updater),
+                                   std::move(snapshot.arrays[0]), version),
+      version);
+  if (absl::Status s = table->ledger.Load(snapshot.meta.ledger()); !s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("table '", spec.table(), "': ", s.message()));
+  }
+  {
+    absl::MutexLock lock(&table->clocks_mu);
+    for (const shardps::WorkerClock& wc : snapshot.meta.worker_clocks()) {
+      table->clocks[wc.worker()] = wc.clock();
+    }
+  }
+  const uint64_t bytes = range->size() * sizeof(float);
+  if (absl::Status s = Reserve(spec.table(), bytes); !s.ok()) return s;
+  absl::MutexLock lock(&mu_);
+  if (!tables_.try_emplace(spec.table(), std::move(table)).second) {
+    --reserved_tables_;
+    reserved_bytes_ -= bytes;
+    return absl::AlreadyExistsError(
+        absl::StrCat("table '", spec.table(), "' is restored twice"));
+  }
+  return absl::OkStatus();
+}
+
+void TableRegistry::Snapshot(std::vector<TableSnapshot>* out) {
+  std::vector<Table*> tables;
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    for (const auto& [name, table] : tables_) tables.push_back(table.get());
+  }
+  out->resize(tables.size());
+  for (size_t i = 0; i < tables.size(); ++i) {
+    Table& table = *tables[i];
+    TableSnapshot& snapshot = (*out)[i];
+    snapshot.meta.Clear();
+    *snapshot.meta.mutable_spec() = table.spec;
+    std::vector<shardps::LedgerWorker> ledger;
+    {
+      absl::MutexLock hold_pushes(&table.snapshot_mu);
+      table.store->SaveArrays(&snapshot.arrays);
+      snapshot.meta.set_version(table.store->version());
+      table.ledger.Save(&ledger);
+      absl::MutexLock lock(&table.clocks_mu);
+      for (const auto& [worker, clock] : table.clocks) {
+        shardps::WorkerClock* wc = snapshot.meta.add_worker_clocks();
+        wc->set_worker(worker);
+        wc->set_clock(clock);
+      }
+    }
+    for (shardps::LedgerWorker& worker : ledger) {
+      *snapshot.meta.add_ledger() = std::move(worker);
+    }
+    snapshot.meta.set_arrays(snapshot.arrays.size());
+  }
+}
+
 absl::StatusOr<Table*> TableRegistry::Find(absl::string_view job,
                                            absl::string_view table) {
   if (absl::Status s = CheckJob(job); !s.ok()) return s;
@@ -149,6 +243,13 @@ absl::StatusOr<Table*> TableRegistry::Find(absl::string_view job,
     return absl::NotFoundError(absl::StrCat("unknown table '", table, "'"));
   }
   return it->second.get();
+}
+
+uint64_t TableRegistry::DuplicatePushes() {
+  absl::ReaderMutexLock lock(&mu_);
+  uint64_t n = 0;
+  for (const auto& [name, table] : tables_) n += table->ledger.duplicates();
+  return n;
 }
 
 void TableRegistry::FillStats(shardps::StatsResponse* out) {
@@ -163,6 +264,7 @@ void TableRegistry::FillStats(shardps::StatsResponse* out) {
     ts->set_begin(table->store->range().begin);
     ts->set_end(table->store->range().end);
     ts->set_version(table->store->version());
+    ts->set_restored_version(table->restored_version);
     absl::MutexLock clocks_lock(&table->clocks_mu);
     for (const auto& [worker, clock] : table->clocks) {
       shardps::WorkerClock* wc = ts->add_worker_clocks();

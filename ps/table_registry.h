@@ -12,29 +12,48 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "proto/checkpoint.pb.h"
 #include "proto/shardps.pb.h"
+#include "ps/push_ledger.h"
 #include "ps/shard_store.h"
 
 namespace ps {
 
 struct Table {
-  Table(shardps::CreateTableRequest spec, std::unique_ptr<ShardStore> store)
-      : spec(std::move(spec)), store(std::move(store)) {}
+  Table(shardps::CreateTableRequest spec, std::unique_ptr<ShardStore> store,
+        uint64_t restored_version = 0)
+      : spec(std::move(spec)),
+        store(std::move(store)),
+        restored_version(restored_version) {}
 
   // Records that `worker` pushed `clock`; keeps the highest clock seen.
   void RecordClock(uint32_t worker, uint64_t clock);
 
   const shardps::CreateTableRequest spec;
   const std::unique_ptr<ShardStore> store;
+  const uint64_t restored_version;  // 0 unless restored from a checkpoint
+
+  // A push holds this shared from its ledger admission until it is applied
+  // and committed; a snapshot holds it exclusively, so that values, version,
+  // clocks and ledger are captured at one point between pushes.
+  absl::Mutex snapshot_mu;
+  PushLedger ledger;
 
   absl::Mutex clocks_mu;
   absl::flat_hash_map<uint32_t, uint64_t> clocks ABSL_GUARDED_BY(clocks_mu);
+};
+
+// One table as a checkpoint holds it.
+struct TableSnapshot {
+  shardps::TableCheckpoint meta;           // meta.arrays() == arrays.size()
+  std::vector<std::vector<float>> arrays;  // values, then optimizer state
 };
 
 // What one server may hold; a CreateTable past either is RESOURCE_EXHAUSTED
@@ -60,9 +79,21 @@ class TableRegistry {
   absl::StatusOr<Table*> CreateTable(const shardps::CreateTableRequest& spec,
                                      bool* created);
 
+  // Adds a table as a checkpoint held it (for a server starting up): the
+  // spec is checked as by CreateTable, and arrays must match it
+  // (INVALID_ARGUMENT otherwise). ALREADY_EXISTS if the name is taken.
+  absl::Status Restore(TableSnapshot snapshot);
+
+  // Captures every table, each at one point between pushes (blocking its
+  // pushes only while its arrays are copied). Reuses the buffers in *out.
+  void Snapshot(std::vector<TableSnapshot>* out);
+
   // FAILED_PRECONDITION when `job` is not this server's job, NOT_FOUND for an
   // unknown table.
   absl::StatusOr<Table*> Find(absl::string_view job, absl::string_view table);
+
+  // Pushes acknowledged as duplicates, over all tables.
+  uint64_t DuplicatePushes();
 
   // Fills the table part of a Stats reply.
   void FillStats(shardps::StatsResponse* out);
@@ -70,6 +101,13 @@ class TableRegistry {
   absl::Status CheckJob(absl::string_view job) const;
 
  private:
+  // Checks a spec, returning the key range it gives this server.
+  absl::StatusOr<KeyRange> CheckSpec(const shardps::CreateTableRequest& spec);
+  // Reserves room for a table of `bytes` (RESOURCE_EXHAUSTED past the
+  // limits); Unreserve gives it back.
+  absl::Status Reserve(absl::string_view table, uint64_t bytes);
+  void Unreserve(uint64_t bytes);
+
   const std::string job_;
   const TableLimits limits_;
   absl::Mutex mu_;

@@ -11,8 +11,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "proto/shardps.pb.h"
 #include "ps/float_pieces.h"
 
@@ -26,6 +28,10 @@ class Updater {
   // request. `offset` is the position of weights[0] within the shard, for
   // optimizers that keep per-key state.
   virtual void Apply(uint64_t offset, float* weights, UnalignedFloats grad) = 0;
+
+  // The per-key state arrays (e.g. momentum), each with one float per key
+  // of the shard, which checkpoints save and restore. Plain SGD has none.
+  virtual std::vector<absl::Span<float>> state() { return {}; }
 };
 
 // w -= learning_rate * g

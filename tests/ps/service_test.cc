@@ -288,7 +288,7 @@ TEST_F(ServiceTest, StoppedServerGivesAnErrorNamingItWithinTheDeadline) {
   std::vector<float> out(1000);
   ASSERT_TRUE(client->Pull("w", 0, 1000, out.data()).ok());
 
-  servers_[1]->Shutdown(absl::ZeroDuration());
+  ASSERT_TRUE(servers_[1]->Shutdown(absl::ZeroDuration()).ok());
   const absl::Time start = absl::Now();
   absl::Status pull = client->Pull("w", 0, 1000, out.data());
   absl::Status push = client->Push("w", 0, 1000, out.data());
@@ -308,7 +308,7 @@ TEST_F(ServiceTest, StoppedServerGivesAnErrorNamingItWithinTheDeadline) {
 TEST_F(ServiceTest, UnreachableServerFailsReadinessByName) {
   // Bind a server, note its port, stop it: nothing listens there now.
   std::string dead = addrs_[2];
-  servers_[2]->Shutdown(absl::ZeroDuration());
+  ASSERT_TRUE(servers_[2]->Shutdown(absl::ZeroDuration()).ok());
   servers_[2].reset();
   ClientOptions o;
   o.server_addrs = {addrs_[0], dead};

@@ -96,8 +96,9 @@ TEST(WireCodecTest, MalformedMessagesNameTheOffset) {
                      shardps::PushRequest::kGradientFieldNumber, &split);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("wire type"), std::string::npos) << s;
-  // The bulk field sent as a varint.
-  s = SplitBulkField(Sliced(std::string("\x38\x01", 2), {}),
+  // The bulk field sent as a varint: tag (15 << 3) | 0, value 1.
+  static_assert(shardps::PushRequest::kGradientFieldNumber == 15);
+  s = SplitBulkField(Sliced(std::string("\x78\x01", 2), {}),
                      shardps::PushRequest::kGradientFieldNumber, &split);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   // An unterminated varint.
