@@ -72,6 +72,17 @@ bool GradientIsFinite(const float* grad, size_t n) {
   return first_ok && second_ok;
 }
 
+// UNAVAILABLE: the server is down, restarting or shutting down. CANCELLED:
+// this client never cancels its own calls, so the server ended the call,
+// as gRPC does to calls caught by a server's shutdown.
+// Retries wait at most this long, so that the workers resume within about
+// a second of a restarted server, and of each other.
+constexpr absl::Duration kMaxBackoff = absl::Seconds(1);
+
+bool Retryable(const absl::Status& s) {
+  return absl::IsUnavailable(s) || absl::IsCancelled(s);
+}
+
 std::chrono::system_clock::time_point DeadlineIn(absl::Duration d) {
   return absl::ToChronoTime(absl::Now() + d);
 }
@@ -420,6 +431,11 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
       // 40 s instead of holding its queued calls forever.
       args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 30000);
       args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
+      // Reconnect to a restarted server on the retry loop's schedule rather
+      // than gRPC's default 1 s, growing to 120 s.
+      args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+      args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+      args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
       conn->channels.push_back(
           grpc::CreateCustomChannel(address, *credentials, args));
       conn->bulk_stubs.push_back(
@@ -648,14 +664,13 @@ absl::Status Client::Pull(absl::string_view table, uint64_t begin, uint64_t end,
 absl::Status Client::Retrying(absl::string_view what,
                               absl::FunctionRef<absl::Status()> call) const {
   absl::Status s = call();
-  if (!absl::IsUnavailable(s) ||
-      options_.retry_give_up <= absl::ZeroDuration()) {
+  if (!Retryable(s) || options_.retry_give_up <= absl::ZeroDuration()) {
     return s;
   }
   const absl::Time give_up = absl::Now() + options_.retry_give_up;
   absl::Duration backoff = absl::Milliseconds(100);
   absl::BitGen jitter;
-  for (int attempt = 1; absl::IsUnavailable(s); ++attempt) {
+  for (int attempt = 1; Retryable(s); ++attempt) {
     const absl::Time now = absl::Now();
     if (now >= give_up) {
       return absl::UnavailableError(absl::StrCat(
@@ -669,7 +684,7 @@ absl::Status Client::Retrying(absl::string_view what,
         what, s.message(), absl::FormatDuration(wait),
         absl::FormatDuration(give_up - now));
     absl::SleepFor(wait);
-    backoff = std::min(backoff * 2, absl::Seconds(5));
+    backoff = std::min(backoff * 2, kMaxBackoff);
     s = call();
   }
   return s;

@@ -53,8 +53,9 @@ struct ClientOptions {
   // sent with every call (empty: none).
   TlsFiles tls;
   std::string auth_token;
-  // Every call is retried on UNAVAILABLE with exponential backoff (100 ms
-  // doubling to 5 s, +-50% jitter) until this much time has passed, logging
+  // Every call is retried on UNAVAILABLE (and on CANCELLED, which only a
+  // server going away causes here) with exponential backoff (100 ms
+  // doubling to 1 s, +-50% jitter) until this much time has passed, logging
   // which server it waits for; 0: no retries. Pushes are safe to retry: the
   // servers apply each push once (see Push).
   absl::Duration retry_give_up = absl::ZeroDuration();

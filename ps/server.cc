@@ -69,6 +69,8 @@ absl::Status Server::Shutdown(absl::Duration grace) {
   if (shut_down_) return absl::OkStatus();
   shut_down_ = true;
   server_->GetHealthCheckService()->SetServingStatus(false);
+  // Clients get a retryable answer while the last in-flight calls finish.
+  service_->StartDraining();
   server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
   server_->Wait();
   if (checkpointer_ == nullptr) return absl::OkStatus();

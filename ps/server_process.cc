@@ -27,7 +27,8 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Spawn(
   std::vector<std::string> args = options.command_prefix;
   args.insert(args.end(),
               {options.binary, absl::StrCat("--host=", options.host),
-               "--port=0", absl::StrCat("--port_file=", port_path)});
+               absl::StrCat("--port=", options.port),
+               absl::StrCat("--port_file=", port_path)});
   args.insert(args.end(), options.extra_args.begin(), options.extra_args.end());
   absl::StatusOr<std::unique_ptr<ChildProcess>> child = ChildProcess::Start(
       options.name, args,

@@ -23,6 +23,7 @@ struct ServerProcessOptions {
   std::string run_dir;            // port file and log go here; must exist
   std::string name = "server-0";  // names the files: NAME.port, NAME.log
   std::string host = "127.0.0.1";
+  int port = 0;  // 0: any free port; set it to restart a server in place
   std::vector<std::string> extra_args;  // e.g. {"--job=j"}
   // Runs the server through this command, e.g. {"/usr/bin/ip", "netns",
   // "exec", "host-3"} to place it in a network namespace.

@@ -14,8 +14,11 @@ constexpr int kPushGradientField = shardps::PushRequest::kGradientFieldNumber;
 
 }  // namespace
 
-absl::Status ParameterService::Authenticate(
+absl::Status ParameterService::Admit(
     const grpc::CallbackServerContext& context) const {
+  if (draining_.load(std::memory_order_acquire)) {
+    return absl::UnavailableError("server is shutting down");
+  }
   if (auth_token_.empty()) return absl::OkStatus();
   const auto& metadata = context.client_metadata();
   auto it = metadata.find(kAuthMetadataKey);
@@ -49,7 +52,7 @@ grpc::ServerUnaryReactor* ParameterService::CreateTable(
     grpc::CallbackServerContext* context,
     const shardps::CreateTableRequest* request,
     shardps::CreateTableResponse* response) {
-  if (absl::Status s = Authenticate(*context); !s.ok()) {
+  if (absl::Status s = Admit(*context); !s.ok()) {
     return Finish(context, s);
   }
   bool created = false;
@@ -65,7 +68,7 @@ grpc::ServerUnaryReactor* ParameterService::CreateTable(
 grpc::ServerUnaryReactor* ParameterService::Stats(
     grpc::CallbackServerContext* context, const shardps::StatsRequest* request,
     shardps::StatsResponse* response) {
-  absl::Status status = Authenticate(*context);
+  absl::Status status = Admit(*context);
   if (status.ok()) status = registry_.CheckJob(request->job());
   if (status.ok()) {
     registry_.FillStats(response);
@@ -86,7 +89,7 @@ grpc::ServerUnaryReactor* ParameterService::Pull(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
   pull_requests_.fetch_add(1, std::memory_order_relaxed);
-  if (absl::Status s = Authenticate(*context); !s.ok()) {
+  if (absl::Status s = Admit(*context); !s.ok()) {
     return Finish(context, s);
   }
   absl::Status status = DoPull(*request, response);
@@ -100,7 +103,7 @@ grpc::ServerUnaryReactor* ParameterService::Push(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
   push_requests_.fetch_add(1, std::memory_order_relaxed);
-  if (absl::Status s = Authenticate(*context); !s.ok()) {
+  if (absl::Status s = Admit(*context); !s.ok()) {
     return Finish(context, s);
   }
   absl::Status status = DoPush(*request, response);

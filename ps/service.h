@@ -52,6 +52,9 @@ class ParameterService final : public ParameterServiceBase {
         drop_reply_fraction_(options.drop_reply_fraction) {}
 
   TableRegistry& registry() { return registry_; }
+  // From now on every call is answered UNAVAILABLE ("shutting down"), which
+  // clients retry, instead of being cut off by the server's shutdown.
+  void StartDraining() { draining_.store(true, std::memory_order_release); }
   // Reports checkpoints_written in Stats; set before serving starts.
   void set_checkpointer(const Checkpointer* checkpointer) {
     checkpointer_ = checkpointer;
@@ -76,8 +79,9 @@ class ParameterService final : public ParameterServiceBase {
                       grpc::ByteBuffer* response);
   absl::Status DoPush(const grpc::ByteBuffer& request,
                       grpc::ByteBuffer* response);
-  // UNAUTHENTICATED unless the call carries the job's token.
-  absl::Status Authenticate(const grpc::CallbackServerContext& context) const;
+  // UNAUTHENTICATED unless the call carries the job's token; UNAVAILABLE
+  // while draining.
+  absl::Status Admit(const grpc::CallbackServerContext& context) const;
   // True when fault injection says to lose this call's reply.
   bool DropReply();
   // Finishes a call with `status`, counting rejections.
@@ -87,6 +91,7 @@ class ParameterService final : public ParameterServiceBase {
   TableRegistry registry_;
   const std::string auth_token_;
   const double drop_reply_fraction_;
+  std::atomic<bool> draining_{false};
   absl::Mutex drop_mu_;
   absl::BitGen drop_random_ ABSL_GUARDED_BY(drop_mu_);
   const Checkpointer* checkpointer_ = nullptr;

@@ -253,4 +253,33 @@ absl::StatusOr<shardps::WorkerSummary> Train(ps::Client& client,
   return summary;
 }
 
+absl::StatusOr<double> Evaluate(ps::Client& client,
+                                const TrainerOptions& options) {
+  absl::StatusOr<model::MlpSpec> spec = model::ParseModelSpec(options.model);
+  if (!spec.ok()) return spec.status();
+  const model::Mlp mlp(*std::move(spec));
+  absl::StatusOr<loader::Dataset> test_set =
+      loader::OpenDataset(options.data + "/test");
+  if (!test_set.ok()) return test_set.status();
+  loader::LoaderOptions to;
+  to.batch_size = 1000;
+  absl::StatusOr<std::unique_ptr<loader::Loader>> test =
+      loader::MakeSequentialLoader(*test_set, to);
+  if (!test.ok()) return test.status();
+  ps::TableOptions table;
+  table.name = options.table;
+  table.num_params = mlp.num_params();
+  if (absl::Status s = client.OpenTable(table, absl::Seconds(10)); !s.ok()) {
+    return s;
+  }
+  std::vector<float> params(mlp.num_params());
+  if (absl::Status s =
+          client.Pull(options.table, 0, params.size(), params.data());
+      !s.ok()) {
+    return s;
+  }
+  model::Mlp::Workspace ws = mlp.MakeWorkspace(1000);
+  return TestAccuracy(mlp, params.data(), **test, &ws);
+}
+
 }  // namespace worker

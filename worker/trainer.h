@@ -44,6 +44,13 @@ absl::StatusOr<shardps::WorkerSummary> Train(ps::Client& client,
                                              const TrainerOptions& options,
                                              absl::Time process_start);
 
+// Pulls the current model of options.table and returns its accuracy on
+// options.data/test. For the final model of an asynchronous run, evaluate
+// after every worker has finished: rank 0's own figure is of the model when
+// rank 0 finished, which need not be the last.
+absl::StatusOr<double> Evaluate(ps::Client& client,
+                                const TrainerOptions& options);
+
 }  // namespace worker
 
 #endif  // SHARDPS_WORKER_TRAINER_H_

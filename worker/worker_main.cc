@@ -63,6 +63,11 @@ ABSL_FLAG(std::string, auth_token_file, "",
           "File holding the job's token, sent with every call.");
 ABSL_FLAG(uint64_t, max_steps, 0,
           "Stop after this many steps (0: run all --epochs).");
+ABSL_FLAG(bool, evaluate_only, false,
+          "Do not train: pull the model as it is on the servers, report its "
+          "accuracy on DATA/test and write RUN_DIR/evaluation.json (e.g. "
+          "after an asynchronous run, whose last worker to finish is not "
+          "necessarily rank 0).");
 ABSL_FLAG(double, emulate_compute_ms, 0,
           "EMULATION for cluster experiments: replace each step's "
           "forward/backward with a wait of this many ms and push a zero "
@@ -149,6 +154,20 @@ int main(int argc, char** argv) {
                   "shardps-worker: EMULATED compute: each step waits %.1f ms "
                   "instead of forward/backward\n",
                   to.emulate_compute_ms);
+  }
+  if (absl::GetFlag(FLAGS_evaluate_only)) {
+    absl::StatusOr<double> accuracy = worker::Evaluate(**client, to);
+    if (!accuracy.ok()) return Fail(accuracy.status());
+    shardps::WorkerSummary evaluation;
+    evaluation.set_rank(rw->rank);
+    evaluation.set_test_accuracy(*accuracy);
+    if (absl::Status s = worker::WriteJsonFile(
+            evaluation, absl::StrCat(run_dir, "/evaluation.json"));
+        !s.ok()) {
+      return Fail(s);
+    }
+    absl::FPrintF(stderr, "shardps-worker: test accuracy %.4f\n", *accuracy);
+    return 0;
   }
   absl::StatusOr<shardps::WorkerSummary> summary =
       worker::Train(**client, to, start);
