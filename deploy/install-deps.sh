@@ -11,6 +11,7 @@ packages=(
   zlib1g-dev libcurl4-openssl-dev dataset-fashion-mnist
   nginx-light iproute2 procps python3-matplotlib  # the emulated cluster and experiments/
   slurm-wlm munge openmpi-bin docker-compose openssh-server  # deploy tests
+  clang-14 libfuzzer-14-dev  # fuzz targets (tests/fuzz)
 )
 
 # kubectl may already come from another package (e.g. Google's); Debian's

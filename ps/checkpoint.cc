@@ -228,7 +228,8 @@ absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& path) {
   checkpoint.written = absl::FromUnixMicros(header.written_unix_micros());
   for (shardps::TableCheckpoint& meta : *header.mutable_tables()) {
     const shardps::CreateTableRequest& spec = meta.spec();
-    if (spec.num_shards() < 1 || spec.shard_index() >= spec.num_shards()) {
+    if (spec.num_shards() < 1 || spec.num_shards() > kMaxShards ||
+        spec.shard_index() >= spec.num_shards()) {
       return in.Corrupt(
           absl::StrCat("table '", spec.table(), "' has an impossible shard"));
     }

@@ -40,7 +40,7 @@ absl::StatusOr<Admission> PushLedger::Admit(const PushId& id,
   }
   if (acked_below > worker.acked_below) {
     worker.acked_below = acked_below;
-    absl::erase_if(worker.pieces, [acked_below](const auto& entry) {
+    pieces_ -= absl::erase_if(worker.pieces, [acked_below](const auto& entry) {
       return entry.first.first < acked_below && entry.second.applied;
     });
   }
@@ -65,12 +65,16 @@ absl::StatusOr<Admission> PushLedger::Admit(const PushId& id,
                        "'s session changed while its push was being applied"));
     }
   }
-  if (worker.pieces.size() >= kMaxPiecesPerWorker) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "worker ", id.worker, " has ", worker.pieces.size(),
-        " pushes pending acknowledgement on this table, the limit"));
+  if (worker.pieces.size() >= kMaxPiecesPerWorker || pieces_ >= kMaxPieces) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("worker ", id.worker, " has ", worker.pieces.size(),
+                     " and all ", pieces_,
+                     " push pieces pending acknowledgement on this table; the "
+                     "limits are ",
+                     kMaxPiecesPerWorker, " and ", kMaxPieces));
   }
   worker.pieces.emplace(key, Piece{});
+  ++pieces_;
   return Admission{};
 }
 
@@ -83,7 +87,9 @@ void PushLedger::Commit(const PushId& id, uint64_t version) {
   } else {
     // A session replaced meanwhile: its entry was kept only for this call.
     auto it = workers_.find(id.worker);
-    if (it != workers_.end()) it->second.pieces.erase({id.sequence, id.begin});
+    if (it != workers_.end()) {
+      pieces_ -= it->second.pieces.erase({id.sequence, id.begin});
+    }
   }
   piece_done_.SignalAll();
 }
@@ -92,7 +98,9 @@ void PushLedger::Abort(const PushId& id) {
   if (id.session == 0) return;
   absl::MutexLock lock(&mu_);
   auto it = workers_.find(id.worker);
-  if (it != workers_.end()) it->second.pieces.erase({id.sequence, id.begin});
+  if (it != workers_.end()) {
+    pieces_ -= it->second.pieces.erase({id.sequence, id.begin});
+  }
   piece_done_.SignalAll();
 }
 
@@ -126,6 +134,7 @@ absl::Status PushLedger::Load(
     return absl::InvalidArgumentError("push ledger has too many workers");
   }
   absl::node_hash_map<uint32_t, Worker> loaded;
+  size_t pieces = 0;
   for (const shardps::LedgerWorker& saved : workers) {
     if (saved.applied_size() > static_cast<int>(kMaxPiecesPerWorker) ||
         saved.retired_sessions_size() > static_cast<int>(kMaxRetiredSessions)) {
@@ -144,11 +153,16 @@ absl::Status PushLedger::Load(
       worker.pieces[{applied.sequence(), applied.begin()}] =
           Piece{true, applied.version()};
     }
+    pieces += worker.pieces.size();
+    if (pieces > kMaxPieces) {
+      return absl::InvalidArgumentError("push ledger is past the limits");
+    }
     worker.retired.assign(saved.retired_sessions().begin(),
                           saved.retired_sessions().end());
   }
   absl::MutexLock lock(&mu_);
   workers_ = std::move(loaded);
+  pieces_ = pieces;
   return absl::OkStatus();
 }
 

@@ -58,6 +58,8 @@ class PushLedger {
   static constexpr size_t kMaxRetiredSessions = 16;
   // Distinct worker ids tracked per table.
   static constexpr size_t kMaxWorkers = 1 << 16;
+  // Pieces remembered per table over all workers (about 64 MiB at most).
+  static constexpr size_t kMaxPieces = 1 << 20;
 
   PushLedger() = default;
   PushLedger(const PushLedger&) = delete;
@@ -107,6 +109,7 @@ class PushLedger {
   absl::CondVar piece_done_;  // signalled by Commit and Abort
   // Node-based: a Worker& held across a CondVar wait stays valid.
   absl::node_hash_map<uint32_t, Worker> workers_ ABSL_GUARDED_BY(mu_);
+  size_t pieces_ ABSL_GUARDED_BY(mu_) = 0;  // over all workers
   std::atomic<uint64_t> duplicates_{0};
 };
 

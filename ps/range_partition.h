@@ -33,6 +33,10 @@ struct ShardSlice {
   KeyRange keys;
 };
 
+// Shards a table may have at most; a request for more is refused before any
+// RangePartition (which holds num_shards + 1 bounds) is built.
+constexpr uint32_t kMaxShards = 4096;
+
 class RangePartition {
  public:
   // Shard boundaries fall on multiples of 16 floats (64 bytes, a cache line).

@@ -92,7 +92,7 @@ grpc::ServerUnaryReactor* ParameterService::Pull(
   if (absl::Status s = Admit(*context); !s.ok()) {
     return Finish(context, s);
   }
-  absl::Status status = DoPull(*request, response);
+  absl::Status status = HandlePull(*request, response);
   if (status.ok() && DropReply()) {
     status = absl::UnavailableError("FAULT INJECTION: pull reply dropped");
   }
@@ -106,15 +106,15 @@ grpc::ServerUnaryReactor* ParameterService::Push(
   if (absl::Status s = Admit(*context); !s.ok()) {
     return Finish(context, s);
   }
-  absl::Status status = DoPush(*request, response);
+  absl::Status status = HandlePush(*request, response);
   if (status.ok() && DropReply()) {
     status = absl::UnavailableError("FAULT INJECTION: push reply dropped");
   }
   return Finish(context, status);
 }
 
-absl::Status ParameterService::DoPull(const grpc::ByteBuffer& request,
-                                      grpc::ByteBuffer* response) {
+absl::Status ParameterService::HandlePull(const grpc::ByteBuffer& request,
+                                          grpc::ByteBuffer* response) {
   shardps::PullRequest pull;
   if (absl::Status s = ParseSmallMessage(request, &pull); !s.ok()) return s;
   absl::StatusOr<Table*> table = registry_.Find(pull.job(), pull.table());
@@ -141,8 +141,8 @@ absl::Status ParameterService::DoPull(const grpc::ByteBuffer& request,
   return absl::OkStatus();
 }
 
-absl::Status ParameterService::DoPush(const grpc::ByteBuffer& request,
-                                      grpc::ByteBuffer* response) {
+absl::Status ParameterService::HandlePush(const grpc::ByteBuffer& request,
+                                          grpc::ByteBuffer* response) {
   SplitMessage split;
   if (absl::Status s = SplitBulkField(request, kPushGradientField, &split);
       !s.ok()) {

@@ -74,11 +74,14 @@ class ParameterService final : public ParameterServiceBase {
                                  const grpc::ByteBuffer* request,
                                  grpc::ByteBuffer* response) override;
 
+  // What Pull and Push do with an encoded request once the call is admitted
+  // (the fuzz target in tests/fuzz drives these directly).
+  absl::Status HandlePull(const grpc::ByteBuffer& request,
+                          grpc::ByteBuffer* response);
+  absl::Status HandlePush(const grpc::ByteBuffer& request,
+                          grpc::ByteBuffer* response);
+
  private:
-  absl::Status DoPull(const grpc::ByteBuffer& request,
-                      grpc::ByteBuffer* response);
-  absl::Status DoPush(const grpc::ByteBuffer& request,
-                      grpc::ByteBuffer* response);
   // UNAUTHENTICATED unless the call carries the job's token; UNAVAILABLE
   // while draining.
   absl::Status Admit(const grpc::CallbackServerContext& context) const;

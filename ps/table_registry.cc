@@ -47,7 +47,11 @@ absl::StatusOr<KeyRange> TableRegistry::CheckSpec(
     const shardps::CreateTableRequest& spec) {
   if (absl::Status s = CheckJob(spec.job()); !s.ok()) return s;
   if (absl::Status s = CheckTableName(spec.table()); !s.ok()) return s;
-  if (spec.num_shards() < 1 || spec.shard_index() >= spec.num_shards()) {
+  if (spec.num_shards() < 1 || spec.num_shards() > kMaxShards) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "num_shards ", spec.num_shards(), " is not in [1, ", kMaxShards, "]"));
+  }
+  if (spec.shard_index() >= spec.num_shards()) {
     return absl::InvalidArgumentError(
         absl::StrCat("shard_index ", spec.shard_index(), " is not in [0, ",
                      spec.num_shards(), ")"));
@@ -65,17 +69,20 @@ absl::StatusOr<KeyRange> TableRegistry::CheckSpec(
       .shard_range(spec.shard_index());
 }
 
-absl::Status TableRegistry::Reserve(absl::string_view table, uint64_t bytes) {
+absl::Status TableRegistry::Reserve(absl::string_view table, uint64_t keys) {
+  // Compared in keys first: keys * 4 can wrap around for an absurd spec.
+  const uint64_t bytes = keys * sizeof(float);
   absl::MutexLock lock(&mu_);
   if (reserved_tables_ >= limits_.max_tables) {
     return absl::ResourceExhaustedError(
         absl::StrCat("this server already holds ", reserved_tables_,
                      " tables, its limit (--max_tables)"));
   }
-  if (bytes >
-      limits_.max_bytes - std::min(limits_.max_bytes, reserved_bytes_)) {
+  if (keys > limits_.max_bytes / sizeof(float) ||
+      bytes >
+          limits_.max_bytes - std::min(limits_.max_bytes, reserved_bytes_)) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "table '", table, "' needs ", bytes, " bytes on this shard; ",
+        "table '", table, "' needs ", keys, " floats on this shard; ",
         reserved_bytes_, " of the server's ", limits_.max_bytes,
         " (--max_memory_mb) are taken"));
   }
@@ -113,7 +120,9 @@ absl::StatusOr<Table*> TableRegistry::CreateTable(
   absl::StatusOr<KeyRange> range = CheckSpec(spec);
   if (!range.ok()) return range.status();
   const uint64_t bytes = range->size() * sizeof(float);
-  if (absl::Status s = Reserve(spec.table(), bytes); !s.ok()) return s;
+  if (absl::Status s = Reserve(spec.table(), range->size()); !s.ok()) {
+    return s;
+  }
   absl::StatusOr<std::unique_ptr<Updater>> updater =
       MakeUpdater(spec.optimizer(), range->size());
   if (!updater.ok()) {
@@ -191,7 +200,9 @@ absl::Status TableRegistry::Restore(TableSnapshot snapshot) {
     }
   }
   const uint64_t bytes = range->size() * sizeof(float);
-  if (absl::Status s = Reserve(spec.table(), bytes); !s.ok()) return s;
+  if (absl::Status s = Reserve(spec.table(), range->size()); !s.ok()) {
+    return s;
+  }
   absl::MutexLock lock(&mu_);
   if (!tables_.try_emplace(spec.table(), std::move(table)).second) {
     --reserved_tables_;

@@ -103,9 +103,9 @@ class TableRegistry {
  private:
   // Checks a spec, returning the key range it gives this server.
   absl::StatusOr<KeyRange> CheckSpec(const shardps::CreateTableRequest& spec);
-  // Reserves room for a table of `bytes` (RESOURCE_EXHAUSTED past the
-  // limits); Unreserve gives it back.
-  absl::Status Reserve(absl::string_view table, uint64_t bytes);
+  // Reserves room for a table of `keys` floats (RESOURCE_EXHAUSTED past the
+  // limits); Unreserve gives back its bytes.
+  absl::Status Reserve(absl::string_view table, uint64_t keys);
   void Unreserve(uint64_t bytes);
 
   const std::string job_;

@@ -148,5 +148,24 @@ TEST(PushLedgerTest, PiecesPendingPerWorkerAreBounded) {
   EXPECT_EQ(Kind(ledger.Admit(Id(7, 1 << 20), 1 << 20)), Admission::kApply);
 }
 
+TEST(PushLedgerTest, PiecesOverAllWorkersAreBounded) {
+  PushLedger ledger;
+  constexpr uint32_t kWorkers =
+      PushLedger::kMaxPieces / PushLedger::kMaxPiecesPerWorker;
+  for (uint32_t w = 0; w < kWorkers; ++w) {
+    for (uint64_t seq = 1; seq <= PushLedger::kMaxPiecesPerWorker; ++seq) {
+      ASSERT_EQ(Kind(ledger.Admit(Id(7, seq, 0, w), 1)), Admission::kApply);
+      ledger.Commit(Id(7, seq, 0, w), seq);
+    }
+  }
+  EXPECT_EQ(ledger.Admit(Id(7, 1, 0, kWorkers), 1).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  // One worker acknowledging its pushes frees room for the others.
+  EXPECT_EQ(Kind(ledger.Admit(Id(7, 1 << 20, 0, 0), 1 << 20)),
+            Admission::kApply);
+  ledger.Commit(Id(7, 1 << 20, 0, 0), 1);
+  EXPECT_EQ(Kind(ledger.Admit(Id(7, 1, 0, kWorkers), 1)), Admission::kApply);
+}
+
 }  // namespace
 }  // namespace ps

@@ -111,6 +111,17 @@ TEST(TableRegistryTest, BadRequestsGetTheirCodes) {
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(registry.CreateTable(Spec(100, 2, 2), &created).status().code(),
             absl::StatusCode::kInvalidArgument);
+  // Found by tests/fuzz/service_fuzzer: a huge shard count used to abort
+  // the server while sizing the partition.
+  spec = Spec(300, 1, 0);
+  spec.set_num_shards(0xECECECECu);
+  absl::Status huge = registry.CreateTable(spec, &created).status();
+  EXPECT_EQ(huge.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(huge.message().find("num_shards"), std::string::npos) << huge;
+  // 2^62 keys: 4 bytes each wrap a 64-bit byte count around to 0.
+  spec = Spec(uint64_t{1} << 62, 1, 0);
+  EXPECT_EQ(registry.CreateTable(spec, &created).status().code(),
+            absl::StatusCode::kResourceExhausted);
   spec = Spec(100, 1, 0);
   spec.set_table("has space");
   EXPECT_EQ(registry.CreateTable(spec, &created).status().code(),

@@ -1,0 +1,74 @@
+// libFuzzer target: encoded Pull, Push and CreateTable requests, as a server
+// receives them, against one ParameterService and its ShardStores. Besides
+// what the sanitizers catch, it checks that a rejected request changes no
+// table's version.
+//
+// Input: one byte picks the request kind, the rest is the encoded message.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "proto/shardps.pb.h"
+#include "ps/service.h"
+
+namespace {
+
+ps::ParameterService& Service() {
+  static ps::ParameterService* service = [] {
+    ps::ServiceOptions options;
+    options.job = "fuzz";
+    // Fuzzed specs must not be able to ask for gigabytes.
+    options.limits.max_tables = 8;
+    options.limits.max_bytes = 64 << 20;
+    auto* s = new ps::ParameterService(options);
+    shardps::CreateTableRequest spec;
+    spec.set_job("fuzz");
+    spec.set_table("t");
+    spec.set_num_params(1000);
+    spec.set_num_shards(2);
+    spec.set_shard_index(0);
+    spec.mutable_optimizer()->set_name("sgd");
+    spec.mutable_optimizer()->set_learning_rate(0.5f);
+    bool created;
+    if (!s->registry().CreateTable(spec, &created).ok()) __builtin_trap();
+    return s;
+  }();
+  return *service;
+}
+
+uint64_t TotalVersion(ps::ParameterService& service) {
+  shardps::StatsResponse stats;
+  service.registry().FillStats(&stats);
+  uint64_t v = 0;
+  for (const shardps::TableStats& t : stats.tables()) v += t.version();
+  return v;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  ps::ParameterService& service = Service();
+  const uint8_t kind = data[0] % 3;
+  grpc::Slice slice(data + 1, size - 1);
+  grpc::ByteBuffer request(&slice, 1), response;
+  const uint64_t before = TotalVersion(service);
+  absl::Status status;
+  switch (kind) {
+    case 0:
+      status = service.HandlePull(request, &response);
+      break;
+    case 1:
+      status = service.HandlePush(request, &response);
+      break;
+    case 2: {
+      shardps::CreateTableRequest spec;
+      if (!spec.ParseFromArray(data + 1, size - 1)) return 0;
+      bool created;
+      status = service.registry().CreateTable(spec, &created).status();
+      break;
+    }
+  }
+  if (!status.ok() && TotalVersion(service) != before) __builtin_trap();
+  return 0;
+}
