@@ -432,9 +432,9 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
       args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 30000);
       args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
       // Reconnect to a restarted server on the retry loop's schedule rather
-      // than gRPC's default 1 s, growing to 120 s.
+      // than gRPC's default 1 s, growing to 120 s. (The minimum stays at its
+      // default: gRPC also uses it as the connection attempt's timeout.)
       args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-      args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
       args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
       conn->channels.push_back(
           grpc::CreateCustomChannel(address, *credentials, args));

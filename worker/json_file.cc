@@ -1,5 +1,6 @@
 #include "worker/json_file.h"
 
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -27,10 +28,17 @@ absl::Status WriteJsonFile(const google::protobuf::Message& message,
                            const std::string& path) {
   absl::StatusOr<std::string> json = ToJson(message);
   if (!json.ok()) return json.status();
-  std::ofstream out(path, std::ios::trunc);
+  // Written whole, then renamed into place: a reader (or a process killed
+  // mid-write) never sees half a file.
+  const std::string tmp = path + ".tmp";
+  std::ofstream out(tmp, std::ios::trunc);
   out << *json << "\n";
   out.close();
-  if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", path));
+  if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", tmp));
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot rename ", tmp, " to ", path));
+  }
   return absl::OkStatus();
 }
 

@@ -14,7 +14,8 @@ namespace worker {
 
 // One line of JSON, every field present (zeros too).
 absl::StatusOr<std::string> ToJson(const google::protobuf::Message& message);
-// Writes ToJson + newline to `path`, replacing it.
+// Writes ToJson + newline to `path`, replacing it atomically (through
+// `path`.tmp and a rename).
 absl::Status WriteJsonFile(const google::protobuf::Message& message,
                            const std::string& path);
 // Parses `path` into *message; errors name the file. Unknown fields are

@@ -1,10 +1,12 @@
 #include "worker/trainer.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -13,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "loader/loader.h"
 #include "model/mlp.h"
+#include "worker/json_file.h"
 
 namespace worker {
 namespace {
@@ -54,6 +57,64 @@ absl::StatusOr<double> TestAccuracy(const model::Mlp& mlp, const float* params,
     seen += (*b)->size;
   }
   return seen == 0 ? 0.0 : static_cast<double>(correct) / seen;
+}
+
+// Cuts `path` after its last newline (a no-op for a missing file).
+absl::Status TruncateToLastLine(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::OkStatus();
+  const std::string text((std::istreambuf_iterator<char>(in)),
+                         std::istreambuf_iterator<char>());
+  const size_t keep =
+      text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1;
+  if (keep == text.size()) return absl::OkStatus();
+  if (::truncate(path.c_str(), keep) != 0) {
+    return absl::UnavailableError(absl::StrCat("cannot truncate ", path));
+  }
+  return absl::OkStatus();
+}
+
+std::string CheckpointPath(const TrainerOptions& options) {
+  return absl::StrCat(options.run_dir, "/worker-", options.rank,
+                      ".checkpoint.json");
+}
+
+// The checkpoint to resume from: a fresh one (position 0) unless --resume
+// finds one, which must belong to this worker's configuration.
+absl::StatusOr<shardps::WorkerCheckpoint> StartingPoint(
+    const TrainerOptions& options) {
+  shardps::WorkerCheckpoint start;
+  start.set_rank(options.rank);
+  start.set_world(options.world);
+  start.set_model(options.model);
+  start.set_seed(options.seed);
+  start.set_batch(options.batch);
+  const std::string path = CheckpointPath(options);
+  if (!options.resume) return start;
+  if (::access(path.c_str(), F_OK) != 0) {
+    absl::FPrintF(stderr,
+                  "worker %d: no checkpoint %s, starting from the "
+                  "beginning\n",
+                  options.rank, path);
+    return start;
+  }
+  shardps::WorkerCheckpoint saved;
+  if (absl::Status s = ReadJsonFile(path, &saved); !s.ok()) return s;
+  if (saved.rank() != start.rank() || saved.world() != start.world() ||
+      saved.model() != start.model() || saved.seed() != start.seed() ||
+      saved.batch() != start.batch()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path,
+        " is of another configuration (rank, world, model, seed or "
+        "batch differ): ",
+        saved.ShortDebugString()));
+  }
+  absl::FPrintF(stderr,
+                "worker %d: resuming from %s at epoch %d, batch %d "
+                "(%d steps done)\n",
+                options.rank, path, saved.epoch(), saved.epoch_step(),
+                saved.steps());
+  return saved;
 }
 
 }  // namespace
@@ -121,16 +182,35 @@ absl::StatusOr<shardps::WorkerSummary> Train(ps::Client& client,
   }
 
   const absl::Time table_done = absl::Now();
+  absl::StatusOr<shardps::WorkerCheckpoint> position = StartingPoint(options);
+  if (!position.ok()) return position.status();
+  const bool resumed = position->steps() > 0 || position->epoch() > 0;
   const std::string metrics_path =
       absl::StrCat(options.run_dir, "/metrics-", options.rank, ".csv");
-  std::ofstream metrics(metrics_path, std::ios::trunc);
+  // A rejoining worker adds to its metrics; its redone steps appear twice.
+  // A line cut short by the kill is dropped first.
+  if (resumed) {
+    if (absl::Status s = TruncateToLastLine(metrics_path); !s.ok()) return s;
+  }
+  std::ofstream metrics(metrics_path,
+                        resumed ? std::ios::app : std::ios::trunc);
   if (!metrics) {
     return absl::UnavailableError(absl::StrCat("cannot write ", metrics_path));
   }
   // end_unix_s (when the step ended, wall clock) lets the launcher line up
   // the workers' steps.
-  metrics << "epoch,step,batch,loss,read_ms,compute_ms,pull_ms,push_ms,"
-             "end_unix_s\n";
+  if (!resumed) {
+    metrics << "epoch,step,batch,loss,read_ms,compute_ms,pull_ms,push_ms,"
+               "end_unix_s\n";
+  }
+  auto save_position = [&](int epoch, uint64_t epoch_step,
+                           const shardps::WorkerSummary& done) {
+    position->set_epoch(epoch);
+    position->set_epoch_step(epoch_step);
+    position->set_steps(done.steps());
+    position->set_samples(done.samples());
+    return WriteJsonFile(*position, CheckpointPath(options));
+  };
 
   const uint64_t p = mlp.num_params();
   std::vector<float> params(p), grad(p);
@@ -158,18 +238,35 @@ absl::StatusOr<shardps::WorkerSummary> Train(ps::Client& client,
   const bool emulate = options.emulate_compute_ms > 0;
   summary.set_emulated_compute_ms(emulate ? options.emulate_compute_ms : 0);
   if (emulate) std::fill(grad.begin(), grad.end(), 0.0f);
+  summary.set_steps(position->steps());
+  summary.set_samples(position->samples());
+  const uint64_t first_step = position->steps();
+  const uint64_t first_samples = position->samples();
+  const int first_epoch = position->epoch();
+  const uint64_t first_epoch_step = position->epoch_step();
   absl::Time train_start;
-  for (int epoch = 0; epoch < options.epochs && summary.steps() < total_steps;
-       ++epoch) {
+  for (int epoch = first_epoch;
+       epoch < options.epochs && summary.steps() < total_steps; ++epoch) {
     if (absl::Status s = (*batches)->StartEpoch(epoch); !s.ok()) return s;
     double loss_sum = 0;
-    uint64_t epoch_steps = 0;
+    uint64_t epoch_steps = 0;     // trained here, for the mean loss
+    uint64_t epoch_position = 0;  // batches of the epoch done, for resuming
+    if (epoch == first_epoch) {
+      // Rejoining mid-epoch: the batches before the checkpoint's position
+      // were trained on already (the loader's order is a function of the
+      // seed and the epoch).
+      for (; epoch_position < first_epoch_step; ++epoch_position) {
+        absl::StatusOr<const loader::Batch*> skipped = (*batches)->Next();
+        if (!skipped.ok()) return skipped.status();
+        if (*skipped == nullptr) break;
+      }
+    }
     while (summary.steps() < total_steps) {
       const absl::Time t0 = absl::Now();
       absl::StatusOr<const loader::Batch*> batch = (*batches)->Next();
       if (!batch.ok()) return batch.status();
       if (*batch == nullptr) break;
-      if (summary.steps() == 0) {
+      if (summary.steps() == first_step) {
         train_start = absl::Now();
         summary.set_init_seconds(Seconds(train_start - process_start));
         summary.set_init_startup_seconds(Seconds(data_start - process_start));
@@ -205,11 +302,20 @@ absl::StatusOr<shardps::WorkerSummary> Train(ps::Client& client,
                                  epoch, summary.steps(), (*batch)->size, loss,
                                  1e3 * Seconds(t1 - t0), 1e3 * Seconds(t3 - t2),
                                  1e3 * Seconds(t2 - t1), 1e3 * Seconds(t4 - t3),
-                                 absl::ToUnixMicros(t4) * 1e-6);
+                                 absl::ToUnixMicros(t4) * 1e-6)
+              << std::flush;  // a killed worker's file is whole up to here
       loss_sum += loss;
       ++epoch_steps;
+      ++epoch_position;
       summary.set_steps(summary.steps() + 1);
       summary.set_samples(summary.samples() + (*batch)->size);
+      if (options.checkpoint_every > 0 &&
+          summary.steps() % options.checkpoint_every == 0) {
+        if (absl::Status s = save_position(epoch, epoch_position, summary);
+            !s.ok()) {
+          return s;
+        }
+      }
       if (options.progress_every > 0 &&
           summary.steps() % options.progress_every == 0) {
         const double elapsed = Seconds(absl::Now() - train_start);
@@ -222,6 +328,9 @@ absl::StatusOr<shardps::WorkerSummary> Train(ps::Client& client,
                       options.rank, epoch, summary.steps(), loss, rate,
                       left_steps * options.batch / std::max(rate, 1e-9));
       }
+    }
+    if (absl::Status s = save_position(epoch + 1, 0, summary); !s.ok()) {
+      return s;
     }
     const double mean = epoch_steps ? loss_sum / epoch_steps : 0;
     if (epoch == 0) summary.set_first_epoch_loss(mean);
@@ -244,11 +353,13 @@ absl::StatusOr<shardps::WorkerSummary> Train(ps::Client& client,
                     options.rank, epoch, mean);
     }
   }
-  summary.set_train_seconds(summary.steps() ? Seconds(absl::Now() - train_start)
-                                            : 0);
+  summary.set_train_seconds(
+      summary.steps() > first_step ? Seconds(absl::Now() - train_start) : 0);
+  // This process's own rate: a rejoined worker's earlier steps are not in
+  // train_seconds.
+  const uint64_t own_samples = summary.samples() - first_samples;
   summary.set_samples_per_second(
-      summary.train_seconds() > 0 ? summary.samples() / summary.train_seconds()
-                                  : 0);
+      summary.train_seconds() > 0 ? own_samples / summary.train_seconds() : 0);
   metrics.close();
   return summary;
 }

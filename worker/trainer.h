@@ -2,7 +2,8 @@
 // servers. Each step pulls every parameter (all shards in parallel), runs
 // forward/backward on the next batch and pushes the gradient; the servers
 // apply it on arrival. Writes RUN_DIR/metrics-<rank>.csv (per-step phase
-// times and loss) and reports a summary.
+// times and loss), keeps a checkpoint of its position so that a restarted
+// worker can rejoin, and reports a summary.
 #ifndef SHARDPS_WORKER_TRAINER_H_
 #define SHARDPS_WORKER_TRAINER_H_
 
@@ -37,6 +38,14 @@ struct TrainerOptions {
   // milliseconds and a zero gradient is pushed. Pulls and pushes still move
   // every parameter byte; the summary records that this was used.
   double emulate_compute_ms = 0;
+  // The worker's own checkpoint (RUN_DIR/worker-RANK.checkpoint.json,
+  // proto/summary.proto WorkerCheckpoint) is written every this many steps
+  // and at every epoch's end, after the step's push; 0: epoch ends only.
+  int checkpoint_every = 50;
+  // Rejoin a run: continue from the worker's checkpoint (its epoch and
+  // position; the steps since it are done again) instead of from the start.
+  // Without a checkpoint the worker starts at the beginning.
+  bool resume = false;
 };
 
 // Trains and returns this worker's summary (proto/summary.proto).

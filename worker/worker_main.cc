@@ -63,6 +63,14 @@ ABSL_FLAG(std::string, auth_token_file, "",
           "File holding the job's token, sent with every call.");
 ABSL_FLAG(uint64_t, max_steps, 0,
           "Stop after this many steps (0: run all --epochs).");
+ABSL_FLAG(int, checkpoint_every_steps, 50,
+          "Steps between saves of this worker's position "
+          "(RUN_DIR/worker-RANK.checkpoint.json, also saved at every epoch's "
+          "end); 0: epoch ends only.");
+ABSL_FLAG(bool, resume, false,
+          "Rejoin a run: continue from this worker's checkpoint in --run_dir "
+          "(its epoch and position; steps since it are done again) instead "
+          "of from the start. Other workers need not stop.");
 ABSL_FLAG(bool, evaluate_only, false,
           "Do not train: pull the model as it is on the servers, report its "
           "accuracy on DATA/test and write RUN_DIR/evaluation.json (e.g. "
@@ -145,6 +153,12 @@ int main(int argc, char** argv) {
   to.progress_every = absl::GetFlag(FLAGS_progress_every);
   to.max_steps = absl::GetFlag(FLAGS_max_steps);
   to.emulate_compute_ms = absl::GetFlag(FLAGS_emulate_compute_ms);
+  to.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every_steps);
+  to.resume = absl::GetFlag(FLAGS_resume);
+  if (to.checkpoint_every < 0) {
+    return Fail(
+        absl::InvalidArgumentError("--checkpoint_every_steps must be >= 0"));
+  }
   if (to.emulate_compute_ms < 0) {
     return Fail(absl::InvalidArgumentError(
         "--emulate_compute_ms must be >= 0 (0: real compute)"));

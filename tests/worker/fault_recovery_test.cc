@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <regex>
@@ -78,14 +79,15 @@ class FaultRecoveryTest : public testing::Test {
   pid_t StartWorker(const std::string& run, int rank,
                     const std::vector<std::string>& addrs,
                     const std::string& extra = "") {
+    // exec: the pid is the worker's own, for a kill.
     const std::string command = absl::StrCat(
-        ps::SiblingBinary("shardps-worker"),
+        "exec ", ps::SiblingBinary("shardps-worker"),
         " --server_addrs=", absl::StrJoin(addrs, ","), " --job=", kJob,
         " --rank=", rank, " --world=2 --model=mlp:32-64-4 --data=", data_,
         " --loader=parallel --epochs=", kEpochs,
         " --batch=64 --lr=0.02 --seed=7 --retry_give_up_s=60 --run_dir=", run,
-        " --progress_every=0 ", extra, " 2>", run, "/worker-", rank,
-        extra.empty() ? "" : "-eval", ".log");
+        " --progress_every=0 --checkpoint_every_steps=20 ", extra, " 2>>", run,
+        "/worker-", rank, extra == "--evaluate_only" ? "-eval" : "", ".log");
     const pid_t pid = fork();
     if (pid == 0) {
       execl("/bin/sh", "sh", "-c", command.c_str(), nullptr);
@@ -270,6 +272,65 @@ TEST_F(FaultRecoveryTest, KilledServerIsRestoredAndTrainingFinishes) {
       "%lu + %lu\n",
       steps, restarted.restored_version(), restarted.version(), lost,
       stats[0].duplicate_pushes(), stats[1].duplicate_pushes());
+  for (auto& s : servers) EXPECT_TRUE(s->Stop().ok());
+}
+
+// Asynchronous training goes on without a dead worker, and the worker
+// rejoins from its own checkpoint (epoch and position) when restarted.
+TEST_F(FaultRecoveryTest, KilledWorkerRejoinsFromItsCheckpoint) {
+  const std::string run = tmp_.path() + "/rejoin";
+  ASSERT_EQ(std::system(("mkdir -p " + run).c_str()), 0);
+  std::vector<std::unique_ptr<ps::ServerProcess>> servers;
+  std::vector<std::string> addrs;
+  for (int i = 0; i < 2; ++i) {
+    servers.push_back(StartServer(run, i, 0));
+    ASSERT_NE(servers.back(), nullptr);
+    addrs.push_back(servers.back()->address());
+  }
+  const pid_t rank0 = StartWorker(run, 0, addrs);
+  const pid_t rank1 = StartWorker(run, 1, addrs);
+  const size_t kill_after = kStepsPerEpoch * kEpochs / 3;
+  const absl::Time give_up = absl::Now() + absl::Seconds(120);
+  while (StepEndTimes(run + "/metrics-1.csv").size() < kill_after &&
+         absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(10));  // polling interval
+  }
+  ASSERT_GE(StepEndTimes(run + "/metrics-1.csv").size(), kill_after);
+  ASSERT_EQ(kill(rank1, SIGKILL), 0);
+  int status = 0;
+  waitpid(rank1, &status, 0);
+  const size_t done_before = StepEndTimes(run + "/metrics-1.csv").size();
+  // Rank 0 finishes on its own.
+  WaitWorkers(run, {rank0});
+  EXPECT_EQ(Field(testutil::ReadFile(run + "/summary-0.json"), "steps"),
+            kStepsPerEpoch * kEpochs);
+
+  // Rank 1 rejoins where its checkpoint says, not at the start.
+  const pid_t again = StartWorker(run, 1, addrs, "--resume");
+  int rejoined = 0;
+  waitpid(again, &rejoined, 0);
+  const std::string log = testutil::ReadFile(run + "/worker-1.log");
+  ASSERT_TRUE(WIFEXITED(rejoined) && WEXITSTATUS(rejoined) == 0) << log;
+  EXPECT_NE(log.find("resuming from"), std::string::npos) << log;
+  const std::string summary = testutil::ReadFile(run + "/summary-1.json");
+  EXPECT_EQ(Field(summary, "steps"), kStepsPerEpoch * kEpochs) << summary;
+  // Only the steps after its last checkpoint (every 20) were done twice.
+  const size_t trained = StepEndTimes(run + "/metrics-1.csv").size();
+  std::printf(
+      "worker 1: %zu steps before the kill, %zu trained in all for "
+      "%d planned\n",
+      done_before, trained, kStepsPerEpoch * kEpochs);
+  EXPECT_GE(trained, size_t{kStepsPerEpoch} * kEpochs);
+  EXPECT_LE(trained, size_t{kStepsPerEpoch} * kEpochs + 20);
+  // Both workers' pushes reached the servers: one per step, the redone
+  // ones included (plus, at most, the push of a step killed before its
+  // metrics line).
+  std::vector<shardps::StatsResponse> stats = Stats(addrs);
+  ASSERT_EQ(stats.size(), 2u);
+  ASSERT_EQ(stats[0].tables_size(), 1);
+  EXPECT_GE(stats[0].tables(0).version(), kStepsPerEpoch * kEpochs + trained);
+  EXPECT_LE(stats[0].tables(0).version(),
+            kStepsPerEpoch * kEpochs + trained + 1);
   for (auto& s : servers) EXPECT_TRUE(s->Stop().ok());
 }
 
