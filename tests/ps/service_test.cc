@@ -18,6 +18,7 @@
 #include "proto/shardps.grpc.pb.h"
 #include "ps/client.h"
 #include "ps/server.h"
+#include "test_util.h"
 
 namespace ps {
 namespace {
@@ -362,6 +363,31 @@ TEST_F(ServiceTest, ClientRejectsBadOptions) {
   o.channels_per_server = 0;
   EXPECT_EQ(Client::Connect(o).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// The server's limits reach its service (they once stopped at ServerOptions).
+TEST(ServerLimitsTest, TableLimitsAreEnforcedOverTheWire) {
+  ServerOptions o;
+  o.host = "127.0.0.1";
+  o.job = "test";
+  o.limits.max_tables = 1;
+  o.limits.max_bytes = 4000;
+  absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(o);
+  ASSERT_TRUE(server.ok()) << server.status();
+  ClientOptions co;
+  co.server_addrs = {(*server)->address()};
+  co.job = "test";
+  std::unique_ptr<Client> client = *Client::Connect(co);
+  TableOptions big = testutil::ConstantTable(1001, 0);
+  absl::Status s = client->CreateTable(big);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_NE(s.message().find("--max_memory_mb"), std::string::npos) << s;
+  ASSERT_TRUE(client->CreateTable(testutil::ConstantTable(1000, 0)).ok());
+  TableOptions second = testutil::ConstantTable(10, 0);
+  second.name = "v";
+  s = client->CreateTable(second);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_NE(s.message().find("--max_tables"), std::string::npos) << s;
 }
 
 }  // namespace

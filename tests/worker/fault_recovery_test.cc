@@ -1,5 +1,5 @@
 // A server killed with SIGKILL in the middle of real training (2 servers,
-// 2 workers, checkpoints every 0.2 s) and restarted in place: the workers
+// 2 workers, checkpoints every 0.1 s) and restarted in place: the workers
 // ride out the outage, the run finishes with the accuracy of a fault-free
 // run, and the push counts show that nothing was applied twice.
 #include <gtest/gtest.h>
@@ -27,8 +27,9 @@ namespace worker {
 namespace {
 
 constexpr int kEpochs = 30;
-// 8000 samples, 10% held out, over 2 workers in batches of 64.
-constexpr int kStepsPerEpoch = 57;
+// 16000 samples, 25% held out (4000 test samples: 0.025 points each), over
+// 2 workers in batches of 64.
+constexpr int kStepsPerEpoch = 94;
 constexpr char kJob[] = "faults";
 
 double Field(const std::string& json, const std::string& key) {
@@ -55,8 +56,9 @@ class FaultRecoveryTest : public testing::Test {
   void SetUp() override {
     ASSERT_EQ(
         testutil::MakeSyntheticData(data_,
-                                    "--samples 8000 --features 32 --classes 4 "
-                                    "--shards 4 --seed 5"),
+                                    "--samples 16000 --test_fraction 0.25 "
+                                    "--features 32 --classes 4 --shards 4 "
+                                    "--seed 5"),
         0);
   }
 
@@ -69,7 +71,7 @@ class FaultRecoveryTest : public testing::Test {
     o.port = port;
     o.extra_args = {absl::StrCat("--job=", kJob),
                     absl::StrCat("--checkpoint_dir=", run, "/ckpt-", index),
-                    "--checkpoint_every=0.2"};
+                    "--checkpoint_every=0.1"};
     absl::StatusOr<std::unique_ptr<ps::ServerProcess>> s =
         ps::ServerProcess::Spawn(o);
     EXPECT_TRUE(s.ok()) << s.status();
