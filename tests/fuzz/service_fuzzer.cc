@@ -13,14 +13,19 @@
 
 namespace {
 
+ps::ServiceOptions FuzzOptions() {
+  ps::ServiceOptions options;
+  options.job = "fuzz";
+  // Fuzzed specs must not be able to ask for gigabytes.
+  options.limits.max_tables = 8;
+  options.limits.max_bytes = 64 << 20;
+  return options;
+}
+
+// One service for the whole run, with a table the seeds address.
 ps::ParameterService& Service() {
-  static ps::ParameterService* service = [] {
-    ps::ServiceOptions options;
-    options.job = "fuzz";
-    // Fuzzed specs must not be able to ask for gigabytes.
-    options.limits.max_tables = 8;
-    options.limits.max_bytes = 64 << 20;
-    auto* s = new ps::ParameterService(options);
+  static ps::ParameterService service(FuzzOptions());
+  static const bool created = [] {
     shardps::CreateTableRequest spec;
     spec.set_job("fuzz");
     spec.set_table("t");
@@ -29,11 +34,11 @@ ps::ParameterService& Service() {
     spec.set_shard_index(0);
     spec.mutable_optimizer()->set_name("sgd");
     spec.mutable_optimizer()->set_learning_rate(0.5f);
-    bool created;
-    if (!s->registry().CreateTable(spec, &created).ok()) __builtin_trap();
-    return s;
+    bool fresh;
+    return service.registry().CreateTable(spec, &fresh).ok();
   }();
-  return *service;
+  if (!created) __builtin_trap();
+  return service;
 }
 
 uint64_t TotalVersion(ps::ParameterService& service) {

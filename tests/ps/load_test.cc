@@ -83,7 +83,7 @@ TEST(LoadTest, SixtyFourClientsAgainstOneServer) {
   std::vector<std::vector<double>> pull_ms(kClients), push_ms(kClients);
   std::vector<absl::Status> errors(kClients);
   std::atomic<uint64_t> calls{0};
-  absl::Barrier* start = new absl::Barrier(kClients + 1);
+  absl::Barrier start(kClients + 1);
   const absl::Time stop = absl::Now() + absl::Seconds(seconds);
   std::vector<std::thread> threads;
   for (int c = 0; c < kClients; ++c) {
@@ -91,7 +91,7 @@ TEST(LoadTest, SixtyFourClientsAgainstOneServer) {
       std::vector<float> values(kParams), grad(kParams, 1.0f / 1024);
       pull_ms[c].reserve(1 << 14);
       push_ms[c].reserve(1 << 14);
-      if (start->Block()) delete start;
+      start.Block();
       while (absl::Now() < stop) {
         absl::Time t0 = absl::Now();
         absl::Status s = clients[c]->Pull("w", 0, kParams, values.data());
@@ -109,7 +109,7 @@ TEST(LoadTest, SixtyFourClientsAgainstOneServer) {
       }
     });
   }
-  if (start->Block()) delete start;
+  start.Block();
   // The server's resident memory, once a second.
   std::vector<double> rss;
   while (absl::Now() < stop) {

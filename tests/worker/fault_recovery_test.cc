@@ -78,6 +78,19 @@ class FaultRecoveryTest : public testing::Test {
     return s.ok() ? *std::move(s) : nullptr;
   }
 
+  // Two fresh servers for `run`; their addresses go to *addrs.
+  std::vector<std::unique_ptr<ps::ServerProcess>> StartServers(
+      const std::string& run, std::vector<std::string>* addrs) {
+    std::vector<std::unique_ptr<ps::ServerProcess>> servers;
+    addrs->clear();
+    for (int i = 0; i < 2; ++i) {
+      servers.push_back(StartServer(run, i, 0));
+      if (servers.back() == nullptr) return {};
+      addrs->push_back(servers.back()->address());
+    }
+    return servers;
+  }
+
   pid_t StartWorker(const std::string& run, int rank,
                     const std::vector<std::string>& addrs,
                     const std::string& extra = "") {
@@ -148,13 +161,10 @@ TEST_F(FaultRecoveryTest, KilledServerIsRestoredAndTrainingFinishes) {
   // The fault-free reference.
   const std::string clean = tmp_.path() + "/clean";
   ASSERT_EQ(std::system(("mkdir -p " + clean).c_str()), 0);
-  std::vector<std::unique_ptr<ps::ServerProcess>> servers;
   std::vector<std::string> addrs;
-  for (int i = 0; i < 2; ++i) {
-    servers.push_back(StartServer(clean, i, 0));
-    ASSERT_NE(servers.back(), nullptr);
-    addrs.push_back(servers.back()->address());
-  }
+  std::vector<std::unique_ptr<ps::ServerProcess>> servers =
+      StartServers(clean, &addrs);
+  ASSERT_EQ(servers.size(), 2u);
   WaitWorkers(clean,
               {StartWorker(clean, 0, addrs), StartWorker(clean, 1, addrs)});
   const double clean_accuracy = FinalAccuracy(clean, addrs);
@@ -163,13 +173,8 @@ TEST_F(FaultRecoveryTest, KilledServerIsRestoredAndTrainingFinishes) {
   // The same run, with server 1 killed after the first epochs.
   const std::string faulty = tmp_.path() + "/faulty";
   ASSERT_EQ(std::system(("mkdir -p " + faulty).c_str()), 0);
-  servers.clear();
-  addrs.clear();
-  for (int i = 0; i < 2; ++i) {
-    servers.push_back(StartServer(faulty, i, 0));
-    ASSERT_NE(servers.back(), nullptr);
-    addrs.push_back(servers.back()->address());
-  }
+  servers = StartServers(faulty, &addrs);
+  ASSERT_EQ(servers.size(), 2u);
   const std::vector<pid_t> workers = {StartWorker(faulty, 0, addrs),
                                       StartWorker(faulty, 1, addrs)};
   // Kill a third of the way in, once server 1 has a checkpoint of the table.
@@ -282,13 +287,10 @@ TEST_F(FaultRecoveryTest, KilledServerIsRestoredAndTrainingFinishes) {
 TEST_F(FaultRecoveryTest, KilledWorkerRejoinsFromItsCheckpoint) {
   const std::string run = tmp_.path() + "/rejoin";
   ASSERT_EQ(std::system(("mkdir -p " + run).c_str()), 0);
-  std::vector<std::unique_ptr<ps::ServerProcess>> servers;
   std::vector<std::string> addrs;
-  for (int i = 0; i < 2; ++i) {
-    servers.push_back(StartServer(run, i, 0));
-    ASSERT_NE(servers.back(), nullptr);
-    addrs.push_back(servers.back()->address());
-  }
+  std::vector<std::unique_ptr<ps::ServerProcess>> servers =
+      StartServers(run, &addrs);
+  ASSERT_EQ(servers.size(), 2u);
   const pid_t rank0 = StartWorker(run, 0, addrs);
   const pid_t rank1 = StartWorker(run, 1, addrs);
   const size_t kill_after = kStepsPerEpoch * kEpochs / 3;
