@@ -9,13 +9,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <utility>
+#include <vector>
 
+#include "loader/dataset.h"
 #include "ps/client.h"
 #include "ps/server_process.h"
 
@@ -101,6 +104,33 @@ inline ps::TableOptions ConstantTable(uint64_t params, float value) {
   t.init.set_kind("constant");
   t.init.set_value(value);
   return t;
+}
+
+// Writes a float32 data set named "ids" into `dir` whose sample i has the
+// features {i, rest...} and the label i % classes, in `shards` shards, so
+// that tests can tell which samples a loader delivered.
+inline void WriteIdDataset(const std::string& dir, std::vector<float> rest,
+                           int classes, int shards, int samples) {
+  shardps::DatasetManifest spec;
+  spec.set_name("ids");
+  spec.add_feature_shape(1 + rest.size());
+  spec.set_feature_type("float32");
+  spec.set_classes(classes);
+  absl::StatusOr<std::unique_ptr<loader::DatasetWriter>> writer =
+      loader::DatasetWriter::Create(dir, spec, shards);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  std::vector<float> x(1 + rest.size());
+  std::copy(rest.begin(), rest.end(), x.begin() + 1);
+  for (int i = 0; i < samples; ++i) {
+    x[0] = static_cast<float>(i);
+    ASSERT_TRUE(
+        (*writer)
+            ->Add(i % classes,
+                  absl::string_view(reinterpret_cast<const char*>(x.data()),
+                                    x.size() * sizeof(float)))
+            .ok());
+  }
+  ASSERT_TRUE((*writer)->Finish().ok());
 }
 
 // Writes a synthetic data set with shardps-data into `out`; `flags` as on

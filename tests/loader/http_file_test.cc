@@ -27,21 +27,8 @@ class HttpFileTest : public testing::Test {
     }
     data_ = dir_.path() + "/data";
     ASSERT_EQ(::mkdir(data_.c_str(), 0755), 0);
-    shardps::DatasetManifest spec;
-    spec.set_name("ids");
-    spec.add_feature_shape(5);
-    spec.set_feature_type("float32");
-    spec.set_classes(3);
-    auto writer = *DatasetWriter::Create(data_, spec, 3);
-    for (int i = 0; i < kSamples; ++i) {
-      const float x[5] = {static_cast<float>(i), 0.5f, 1, 2, 3};
-      ASSERT_TRUE(
-          writer
-              ->Add(i % 3, absl::string_view(reinterpret_cast<const char*>(x),
-                                             sizeof x))
-              .ok());
-    }
-    ASSERT_TRUE(writer->Finish().ok());
+    ASSERT_NO_FATAL_FAILURE(testutil::WriteIdDataset(
+        data_, {0.5f, 1, 2, 3}, /*classes=*/3, /*shards=*/3, kSamples));
     nginx_ = std::make_unique<testutil::NginxServer>(dir_.path());
     ASSERT_TRUE(nginx_->started()) << nginx_->error_log();
     url_ = nginx_->url() + "/data";

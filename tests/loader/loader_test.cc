@@ -31,21 +31,8 @@ class LoaderTest : public testing::TestWithParam<Kind> {
 
   void SetUp() override {
     // Sample i carries its id in feature 0 and i % 7 as its label.
-    shardps::DatasetManifest spec;
-    spec.set_name("ids");
-    spec.add_feature_shape(3);
-    spec.set_feature_type("float32");
-    spec.set_classes(7);
-    auto writer = *DatasetWriter::Create(dir_, spec, 4);
-    for (int i = 0; i < kSamples; ++i) {
-      const float x[3] = {static_cast<float>(i), 1.0f, -1.0f};
-      ASSERT_TRUE(
-          writer
-              ->Add(i % 7, absl::string_view(reinterpret_cast<const char*>(x),
-                                             sizeof x))
-              .ok());
-    }
-    ASSERT_TRUE(writer->Finish().ok());
+    ASSERT_NO_FATAL_FAILURE(testutil::WriteIdDataset(
+        dir_, {1.0f, -1.0f}, /*classes=*/7, /*shards=*/4, kSamples));
     dataset_ = *OpenDataset(dir_);
   }
 
