@@ -38,7 +38,8 @@ ABSL_FLAG(bool, allow_insecure, false,
 ABSL_FLAG(int, max_tables, 64,
           "Tables this server holds at most (RESOURCE_EXHAUSTED beyond).");
 ABSL_FLAG(int64_t, max_memory_mb, 16384,
-          "Parameter memory of all tables, MiB (RESOURCE_EXHAUSTED beyond).");
+          "Memory of all tables' values and optimizer state, MiB "
+          "(RESOURCE_EXHAUSTED beyond).");
 ABSL_FLAG(int, max_concurrent_streams, 0,
           "Calls in flight per client connection; 0: gRPC's default.");
 ABSL_FLAG(std::string, checkpoint_dir, "",

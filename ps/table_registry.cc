@@ -56,6 +56,7 @@ absl::StatusOr<KeyRange> TableRegistry::CheckSpec(
         absl::StrCat("shard_index ", spec.shard_index(), " is not in [0, ",
                      spec.num_shards(), ")"));
   }
+  if (absl::Status s = ValidateOptimizer(spec.optimizer()); !s.ok()) return s;
   if (absl::Status s = ValidateInit(spec.init()); !s.ok()) return s;
   for (const shardps::InitSegment& seg : spec.init_segments()) {
     if (seg.begin() >= seg.end() || seg.end() > spec.num_params()) {
@@ -69,20 +70,24 @@ absl::StatusOr<KeyRange> TableRegistry::CheckSpec(
       .shard_range(spec.shard_index());
 }
 
-absl::Status TableRegistry::Reserve(absl::string_view table, uint64_t keys) {
-  // Compared in keys first: keys * 4 can wrap around for an absurd spec.
-  const uint64_t bytes = keys * sizeof(float);
+absl::Status TableRegistry::Reserve(absl::string_view table, uint64_t keys,
+                                    int arrays) {
+  // Compared in keys first: keys * 4 * arrays can wrap around for an absurd
+  // spec.
+  const uint64_t floats_per_key = static_cast<uint64_t>(arrays);
+  const uint64_t bytes = keys * floats_per_key * sizeof(float);
   absl::MutexLock lock(&mu_);
   if (reserved_tables_ >= limits_.max_tables) {
     return absl::ResourceExhaustedError(
         absl::StrCat("this server already holds ", reserved_tables_,
                      " tables, its limit (--max_tables)"));
   }
-  if (keys > limits_.max_bytes / sizeof(float) ||
+  if (keys > limits_.max_bytes / (floats_per_key * sizeof(float)) ||
       bytes >
           limits_.max_bytes - std::min(limits_.max_bytes, reserved_bytes_)) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "table '", table, "' needs ", keys, " floats on this shard; ",
+        "table '", table, "' needs ", keys, " keys x ", arrays,
+        " arrays (values and optimizer state) of floats on this shard; ",
         reserved_bytes_, " of the server's ", limits_.max_bytes,
         " (--max_memory_mb) are taken"));
   }
@@ -119,8 +124,9 @@ absl::StatusOr<Table*> TableRegistry::CreateTable(
   // and other tables' requests should not wait for it.
   absl::StatusOr<KeyRange> range = CheckSpec(spec);
   if (!range.ok()) return range.status();
-  const uint64_t bytes = range->size() * sizeof(float);
-  if (absl::Status s = Reserve(spec.table(), range->size()); !s.ok()) {
+  const int arrays = 1 + OptimizerStateArrays(spec.optimizer());
+  const uint64_t bytes = range->size() * arrays * sizeof(float);
+  if (absl::Status s = Reserve(spec.table(), range->size(), arrays); !s.ok()) {
     return s;
   }
   absl::StatusOr<std::unique_ptr<Updater>> updater =
@@ -199,8 +205,9 @@ absl::Status TableRegistry::Restore(TableSnapshot snapshot) {
       table->clocks[wc.worker()] = wc.clock();
     }
   }
-  const uint64_t bytes = range->size() * sizeof(float);
-  if (absl::Status s = Reserve(spec.table(), range->size()); !s.ok()) {
+  const int arrays = static_cast<int>(snapshot.arrays.size());
+  const uint64_t bytes = range->size() * arrays * sizeof(float);
+  if (absl::Status s = Reserve(spec.table(), range->size(), arrays); !s.ok()) {
     return s;
   }
   absl::MutexLock lock(&mu_);

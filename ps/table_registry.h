@@ -60,7 +60,7 @@ struct TableSnapshot {
 // (never unbounded memory).
 struct TableLimits {
   size_t max_tables = 64;
-  uint64_t max_bytes = uint64_t{16} << 30;  // parameter values, all tables
+  uint64_t max_bytes = uint64_t{16} << 30;  // values and optimizer state
 };
 
 class TableRegistry {
@@ -103,9 +103,10 @@ class TableRegistry {
  private:
   // Checks a spec, returning the key range it gives this server.
   absl::StatusOr<KeyRange> CheckSpec(const shardps::CreateTableRequest& spec);
-  // Reserves room for a table of `keys` floats (RESOURCE_EXHAUSTED past the
-  // limits); Unreserve gives back its bytes.
-  absl::Status Reserve(absl::string_view table, uint64_t keys);
+  // Reserves room for a table of `keys` keys with `arrays` floats each (its
+  // values and optimizer state); RESOURCE_EXHAUSTED past the limits.
+  // Unreserve gives back its bytes.
+  absl::Status Reserve(absl::string_view table, uint64_t keys, int arrays);
   void Unreserve(uint64_t bytes);
 
   const std::string job_;

@@ -1,10 +1,12 @@
-// An Updater turns a gradient into new parameter values on one shard. It is
-// the seam where server-side optimizers plug in; plain SGD is the only one
-// so far.
+// An Updater turns a gradient into new parameter values on one shard: the
+// server-side optimizers SGD, momentum (and Nesterov), Adagrad and Adam, as
+// proto/shardps.proto's OptimizerConfig defines them. Optimizer state is one
+// float array per kind of state, with one entry per key of the shard, which
+// checkpoints save and restore.
 //
 // Thread-safety: Apply may run concurrently from several threads, always on
 // disjoint key ranges (ShardStore holds the stripe lock of each range), so
-// an implementation may keep per-key state without locks of its own.
+// an implementation keeps per-key state without locks of its own.
 #ifndef SHARDPS_PS_UPDATER_H_
 #define SHARDPS_PS_UPDATER_H_
 
@@ -13,6 +15,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "proto/shardps.pb.h"
@@ -25,12 +28,12 @@ class Updater {
   virtual ~Updater() = default;
 
   // Updates weights[0, grad.size()) with `grad`, read in place from the
-  // request. `offset` is the position of weights[0] within the shard, for
-  // optimizers that keep per-key state.
+  // request. `offset` is the position of weights[0] within the shard, where
+  // the per-key state of those keys lives.
   virtual void Apply(uint64_t offset, float* weights, UnalignedFloats grad) = 0;
 
   // The per-key state arrays (e.g. momentum), each with one float per key
-  // of the shard, which checkpoints save and restore. Plain SGD has none.
+  // of the shard. Plain SGD has none.
   virtual std::vector<absl::Span<float>> state() { return {}; }
 };
 
@@ -44,9 +47,16 @@ class SgdUpdater final : public Updater {
   const float learning_rate_;
 };
 
-// Validates `config` and builds its updater for a shard of `num_keys` keys.
-// An unknown name or a learning rate that is not finite and > 0 is
-// INVALID_ARGUMENT.
+// INVALID_ARGUMENT, naming the field, for an unknown optimizer, a value out
+// of its range, or a field set that the named optimizer does not use.
+absl::Status ValidateOptimizer(const shardps::OptimizerConfig& config);
+
+// How many per-key state arrays a valid `config` keeps (for memory limits).
+int OptimizerStateArrays(const shardps::OptimizerConfig& config);
+
+// Validates `config` and builds its updater for a shard of `num_keys` keys,
+// with its state as at the start of training (Adagrad's accumulators at
+// initial_accumulator, everything else zero).
 absl::StatusOr<std::unique_ptr<Updater>> MakeUpdater(
     const shardps::OptimizerConfig& config, uint64_t num_keys);
 

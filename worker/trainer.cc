@@ -119,6 +119,13 @@ absl::StatusOr<shardps::WorkerCheckpoint> StartingPoint(
 
 }  // namespace
 
+shardps::OptimizerConfig DefaultOptimizer() {
+  shardps::OptimizerConfig sgd;
+  sgd.set_name("sgd");
+  sgd.set_learning_rate(0.1f);
+  return sgd;
+}
+
 absl::StatusOr<shardps::WorkerSummary> Train(ps::Client& client,
                                              const TrainerOptions& options,
                                              absl::Time process_start) {
@@ -170,8 +177,7 @@ absl::StatusOr<shardps::WorkerSummary> Train(ps::Client& client,
   ps::TableOptions table;
   table.name = options.table;
   table.num_params = mlp.num_params();
-  table.optimizer.set_name("sgd");
-  table.optimizer.set_learning_rate(options.lr);
+  table.optimizer = options.optimizer;
   uint64_t seed = options.seed;
   for (const model::Mlp::TensorInit& t : mlp.InitPlan()) {
     table.init_segments.push_back(ToSegment(t, seed++));

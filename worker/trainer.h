@@ -1,9 +1,10 @@
-// The training loop of one worker: asynchronous SGD against the parameter
-// servers. Each step pulls every parameter (all shards in parallel), runs
-// forward/backward on the next batch and pushes the gradient; the servers
-// apply it on arrival. Writes RUN_DIR/metrics-<rank>.csv (per-step phase
-// times and loss), keeps a checkpoint of its position so that a restarted
-// worker can rejoin, and reports a summary.
+// The training loop of one worker against the parameter servers, which
+// apply its gradients with the table's optimizer. Each step pulls every
+// parameter (all shards in parallel), runs forward/backward on the next batch
+// and pushes the gradient; the servers apply it on arrival. Writes
+// RUN_DIR/metrics-<rank>.csv (per-step phase times and loss), keeps a
+// checkpoint of its position so that a restarted worker can rejoin, and reports
+// a summary.
 #ifndef SHARDPS_WORKER_TRAINER_H_
 #define SHARDPS_WORKER_TRAINER_H_
 
@@ -17,12 +18,16 @@
 
 namespace worker {
 
+// Plain SGD with learning rate 0.1.
+shardps::OptimizerConfig DefaultOptimizer();
+
 struct TrainerOptions {
   std::string model = "mlp:784-256-256-10";
   std::string data;  // a directory with train/ (and test/) data sets
   std::string loader = "parallel";  // or "sequential" (the baseline)
   int batch = 128;
-  float lr = 0.1f;
+  // The servers' optimizer for the table (worker/training_config.h).
+  shardps::OptimizerConfig optimizer = DefaultOptimizer();
   int epochs = 1;
   uint64_t seed = 1;
   int reader_threads = 4;

@@ -1,5 +1,5 @@
 // shardps-worker: trains --model on --data against the parameter servers at
-// --server_addrs (asynchronous SGD), writing RUN_DIR/metrics-<rank>.csv and
+// --server_addrs, writing RUN_DIR/metrics-<rank>.csv and
 // RUN_DIR/summary-<rank>.json.
 #include <cblas.h>
 #include <sys/stat.h>
@@ -19,6 +19,7 @@
 #include "worker/cluster_env.h"
 #include "worker/json_file.h"
 #include "worker/trainer.h"
+#include "worker/training_config.h"
 
 ABSL_FLAG(std::string, server_addrs, "",
           "Parameter servers: host:port,... or a pattern with {i} plus "
@@ -40,7 +41,21 @@ ABSL_FLAG(std::string, loader, "parallel",
 ABSL_FLAG(int, reader_threads, 4, "Reader threads of the parallel loader.");
 ABSL_FLAG(int, prefetch_batches, 8, "Batches the parallel loader reads ahead.");
 ABSL_FLAG(int, batch, 128, "Batch size.");
-ABSL_FLAG(double, lr, 0.1, "SGD learning rate (applied by the servers).");
+ABSL_FLAG(std::string, optimizer, "sgd",
+          "The servers' optimizer, its state held in the shards: sgd, "
+          "momentum, nesterov (momentum with Nesterov's look-ahead), adagrad "
+          "or adam.");
+ABSL_FLAG(double, lr, 0,
+          "Learning rate (applied by the servers); 0: the optimizer's "
+          "default (sgd 0.1, momentum and nesterov 0.01, adagrad 0.05, adam "
+          "0.001).");
+ABSL_FLAG(double, momentum, 0.9, "momentum, nesterov: the momentum factor.");
+ABSL_FLAG(double, beta1, 0.9, "adam: decay of the gradient's mean.");
+ABSL_FLAG(double, beta2, 0.999, "adam: decay of the gradient's variance.");
+ABSL_FLAG(double, epsilon, 1e-8,
+          "adagrad, adam: added to the denominator's square root.");
+ABSL_FLAG(double, initial_accumulator, 0.1,
+          "adagrad: the starting sum of squared gradients.");
 ABSL_FLAG(int, epochs, 1, "Epochs over this worker's partition.");
 ABSL_FLAG(uint64_t, seed, 1, "Seed of the initial model and the shuffles.");
 ABSL_FLAG(std::string, run_dir, ".", "Directory for metrics and summary.");
@@ -114,6 +129,18 @@ int main(int argc, char** argv) {
   ::mkdir(run_dir.c_str(), 0755);
   openblas_set_num_threads(std::max(1, absl::GetFlag(FLAGS_blas_threads)));
 
+  worker::OptimizerFlags optimizer;
+  optimizer.name = absl::GetFlag(FLAGS_optimizer);
+  optimizer.lr = absl::GetFlag(FLAGS_lr);
+  optimizer.momentum = absl::GetFlag(FLAGS_momentum);
+  optimizer.beta1 = absl::GetFlag(FLAGS_beta1);
+  optimizer.beta2 = absl::GetFlag(FLAGS_beta2);
+  optimizer.epsilon = absl::GetFlag(FLAGS_epsilon);
+  optimizer.initial_accumulator = absl::GetFlag(FLAGS_initial_accumulator);
+  absl::StatusOr<shardps::OptimizerConfig> optimizer_config =
+      worker::MakeOptimizerConfig(optimizer);
+  if (!optimizer_config.ok()) return Fail(optimizer_config.status());
+
   ps::ClientOptions co;
   co.server_addrs = *addrs;
   co.job = absl::GetFlag(FLAGS_job);
@@ -142,7 +169,7 @@ int main(int argc, char** argv) {
   to.data = absl::GetFlag(FLAGS_data);
   to.loader = absl::GetFlag(FLAGS_loader);
   to.batch = absl::GetFlag(FLAGS_batch);
-  to.lr = static_cast<float>(absl::GetFlag(FLAGS_lr));
+  to.optimizer = *optimizer_config;
   to.epochs = absl::GetFlag(FLAGS_epochs);
   to.seed = absl::GetFlag(FLAGS_seed);
   to.reader_threads = absl::GetFlag(FLAGS_reader_threads);

@@ -128,6 +128,38 @@ TEST(CheckpointTest, RoundTripRestoresValuesVersionClocksAndLedger) {
   EXPECT_EQ(big->store->version(), 4u);
 }
 
+TEST(CheckpointTest, OptimizerStateSurvivesARestore) {
+  // Adam's moments and step counts are in the checkpoint: a restored table
+  // continues exactly as the original does.
+  ScopedTempDir dir;
+  shardps::CreateTableRequest spec = Spec("adam", 1000);
+  shardps::OptimizerConfig* adam = spec.mutable_optimizer();
+  adam->set_name("adam");
+  adam->set_learning_rate(0.01f);
+  adam->set_beta1(0.9f);
+  adam->set_beta2(0.999f);
+  adam->set_epsilon(1e-8f);
+  TableRegistry original("j");
+  Table* before = Create(original, spec);
+  Push(before, 0, 11, 1, 1.0f);
+  Push(before, 0, 11, 2, -3.0f);
+  std::vector<TableSnapshot> snapshot;
+  original.Snapshot(&snapshot);
+  ASSERT_EQ(snapshot[0].arrays.size(), 4u);  // values, m, v, t
+  const std::string path = dir.path() + "/checkpoint";
+  ASSERT_TRUE(WriteCheckpoint(path, "j", snapshot).ok());
+  absl::StatusOr<Checkpoint> read = ReadCheckpoint(path);
+  ASSERT_TRUE(read.ok()) << read.status();
+  TableRegistry restored("j");
+  ASSERT_TRUE(restored.Restore(std::move(read->tables[0])).ok());
+  Table* after = *restored.Find("j", "adam");
+  Push(before, 0, 11, 3, 0.5f);
+  Push(after, 0, 11, 3, 0.5f);
+  // (Had m, v and t restarted at zero, this push would have moved every
+  // value by exactly the learning rate, as Adam's first step does.)
+  EXPECT_EQ(Values(after), Values(before));
+}
+
 TEST(CheckpointTest, DamagedOrTruncatedFilesAreRefusedWithTheOffset) {
   ScopedTempDir dir;
   const std::string path = WriteFilled(dir.path());

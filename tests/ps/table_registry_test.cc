@@ -90,6 +90,29 @@ TEST(TableRegistryTest, LimitsOnTablesAndMemoryAreResourceExhausted) {
   EXPECT_NE(s.message().find("--max_tables"), std::string::npos) << s;
 }
 
+TEST(TableRegistryTest, OptimizerStateCountsAgainstTheMemoryLimit) {
+  TableLimits limits;
+  limits.max_bytes = 4 * 1000;  // 1000 floats
+  TableRegistry registry("j", limits);
+  bool created = false;
+  // Adam keeps three floats per key beside the value: 300 keys need 1200.
+  shardps::CreateTableRequest adam = Spec(300, 1, 0);
+  adam.mutable_optimizer()->set_name("adam");
+  adam.mutable_optimizer()->set_beta1(0.9f);
+  adam.mutable_optimizer()->set_beta2(0.999f);
+  adam.mutable_optimizer()->set_epsilon(1e-8f);
+  absl::Status s = registry.CreateTable(adam, &created).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  adam.set_num_params(250);
+  ASSERT_TRUE(registry.CreateTable(adam, &created).ok());
+  EXPECT_EQ((*registry.Find("j", "w"))->store->range().size(), 250u);
+  // All 1000 floats are taken now.
+  shardps::CreateTableRequest sgd = Spec(1, 1, 0);
+  sgd.set_table("x");
+  EXPECT_EQ(registry.CreateTable(sgd, &created).status().code(),
+            absl::StatusCode::kResourceExhausted);
+}
+
 TEST(TableRegistryTest, BadRequestsGetTheirCodes) {
   TableRegistry registry("j");
   bool created;

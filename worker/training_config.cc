@@ -1,0 +1,44 @@
+#include "worker/training_config.h"
+
+#include "absl/strings/str_cat.h"
+#include "ps/updater.h"
+
+namespace worker {
+
+double DefaultLearningRate(const std::string& optimizer) {
+  if (optimizer == "sgd") return 0.1;
+  if (optimizer == "momentum" || optimizer == "nesterov") return 0.01;
+  if (optimizer == "adagrad") return 0.05;
+  if (optimizer == "adam") return 0.001;
+  return 0;
+}
+
+absl::StatusOr<shardps::OptimizerConfig> MakeOptimizerConfig(
+    const OptimizerFlags& flags) {
+  shardps::OptimizerConfig c;
+  const bool nesterov = flags.name == "nesterov";
+  c.set_name(nesterov ? "momentum" : flags.name);
+  c.set_learning_rate(static_cast<float>(
+      flags.lr != 0 ? flags.lr : DefaultLearningRate(flags.name)));
+  if (c.name() == "momentum") {
+    c.set_momentum(static_cast<float>(flags.momentum));
+    c.set_nesterov(nesterov);
+  } else if (c.name() == "adagrad") {
+    c.set_epsilon(static_cast<float>(flags.epsilon));
+    c.set_initial_accumulator(static_cast<float>(flags.initial_accumulator));
+  } else if (c.name() == "adam") {
+    c.set_beta1(static_cast<float>(flags.beta1));
+    c.set_beta2(static_cast<float>(flags.beta2));
+    c.set_epsilon(static_cast<float>(flags.epsilon));
+  }
+  if (absl::Status s = ps::ValidateOptimizer(c); !s.ok()) {
+    // The server's message names the config field, which is the flag's name.
+    return absl::InvalidArgumentError(
+        absl::StrCat("--optimizer=", flags.name, ": ", s.message(),
+                     " (flags --lr, --momentum, --beta1, --beta2, --epsilon, "
+                     "--initial_accumulator)"));
+  }
+  return c;
+}
+
+}  // namespace worker

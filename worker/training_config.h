@@ -1,0 +1,37 @@
+// Turns the worker's training flags into the table configuration that the
+// servers apply: the optimizer (--optimizer and its hyper-parameters).
+// Errors name the flag.
+#ifndef SHARDPS_WORKER_TRAINING_CONFIG_H_
+#define SHARDPS_WORKER_TRAINING_CONFIG_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "proto/shardps.pb.h"
+
+namespace worker {
+
+struct OptimizerFlags {
+  // sgd, momentum, nesterov (momentum with Nesterov's look-ahead), adagrad,
+  // adam.
+  std::string name = "sgd";
+  double lr = 0;  // 0: DefaultLearningRate(name)
+  double momentum = 0.9;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double epsilon = 1e-8;
+  double initial_accumulator = 0.1;
+};
+
+// The learning rate an optimizer gets when --lr is 0: values that train the
+// Fashion-MNIST MLP well with batch 128 (0 for an unknown name).
+double DefaultLearningRate(const std::string& optimizer);
+
+// The OptimizerConfig for `flags`, with only the fields that the optimizer
+// uses; INVALID_ARGUMENT names the flag that is out of range.
+absl::StatusOr<shardps::OptimizerConfig> MakeOptimizerConfig(
+    const OptimizerFlags& flags);
+
+}  // namespace worker
+
+#endif  // SHARDPS_WORKER_TRAINING_CONFIG_H_
