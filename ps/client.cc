@@ -121,8 +121,10 @@ class Client::BulkOp : public std::enable_shared_from_this<BulkOp> {
 
   BulkOp(const Client& client, bool is_push, absl::string_view table,
          uint64_t base_key, float* out, const float* grad, uint64_t clock,
-         const PushTag& tag, int window, std::vector<Chunk> chunks)
+         const PushTag& tag, int window, std::vector<Chunk> chunks,
+         absl::Duration timeout)
       : client_(client),
+        timeout_(timeout),
         is_push_(is_push),
         tag_(tag),
         table_(table),
@@ -214,7 +216,7 @@ class Client::BulkOp : public std::enable_shared_from_this<BulkOp> {
   void TakeLaunchesLocked(std::vector<size_t>* launch)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     while (error_.ok() && next_ < chunks_.size() && inflight_ < window_) {
-      const absl::Time deadline = absl::Now() + client_.options_.rpc_timeout;
+      const absl::Time deadline = absl::Now() + timeout_;
       deadlines_[next_] = deadline;
       latest_deadline_ = std::max(latest_deadline_, deadline);
       launch->push_back(next_++);
@@ -238,6 +240,8 @@ class Client::BulkOp : public std::enable_shared_from_this<BulkOp> {
     if (is_push_) {
       method = &push_method_;
       EncodePush(chunk, &call.request);
+      client_.push_bytes_.fetch_add(call.request.Length(),
+                                    std::memory_order_relaxed);
     } else {
       method = &pull_method_;
       shardps::PullRequest pull;
@@ -337,6 +341,8 @@ class Client::BulkOp : public std::enable_shared_from_this<BulkOp> {
     if (!status.ok()) {
       result = server.Annotate(Describe(chunk), chunk.shard, status);
     } else if (!is_push_) {
+      client_.pull_bytes_.fetch_add(calls_[index]->response.Length(),
+                                    std::memory_order_relaxed);
       result = DecodePull(chunk, calls_[index]->response);
       if (!result.ok()) {
         result = server.Annotate(Describe(chunk), chunk.shard, result);
@@ -358,6 +364,7 @@ class Client::BulkOp : public std::enable_shared_from_this<BulkOp> {
   }
 
   const Client& client_;
+  const absl::Duration timeout_;  // of each call
   const bool is_push_;
   const PushTag tag_;
   const std::string table_;
@@ -526,6 +533,7 @@ absl::Status Client::CreateTableOnce(const TableOptions& table) {
     r.set_shard_index(s);
     *r.mutable_optimizer() = table.optimizer;
     *r.mutable_init() = table.init;
+    *r.mutable_consistency() = table.consistency;
     for (const shardps::InitSegment& seg : table.init_segments) {
       *r.add_init_segments() = seg;
     }
@@ -545,8 +553,14 @@ absl::Status Client::CreateTableOnce(const TableOptions& table) {
           absl::StrCat("creating table '", table.name, "'"), s, statuses[s]);
     }
   }
+  const shardps::ConsistencyConfig& c = table.consistency;
+  const absl::Duration pull_wait =
+      c.mode() == "sync" || c.mode() == "ssp"
+          ? absl::Seconds(c.straggler_timeout_seconds())
+          : absl::ZeroDuration();
   absl::MutexLock lock(&tables_mu_);
-  tables_[table.name] = std::make_unique<RangePartition>(table.num_params, n);
+  tables_[table.name] = absl::WrapUnique(
+      new TableInfo{RangePartition(table.num_params, n), pull_wait});
   return absl::OkStatus();
 }
 
@@ -586,14 +600,14 @@ absl::Status Client::OpenTable(const TableOptions& table,
     absl::SleepFor(absl::Milliseconds(10));
   }
   absl::MutexLock lock(&tables_mu_);
-  tables_[table.name] = std::make_unique<RangePartition>(table.num_params, n);
+  tables_[table.name] = absl::WrapUnique(
+      new TableInfo{RangePartition(table.num_params, n), absl::ZeroDuration()});
   return absl::OkStatus();
 }
 
-absl::StatusOr<const RangePartition*> Client::FindTable(absl::string_view table,
-                                                        uint64_t begin,
-                                                        uint64_t end) {
-  const RangePartition* partition;
+absl::StatusOr<const Client::TableInfo*> Client::FindTable(
+    absl::string_view table, uint64_t begin, uint64_t end) {
+  const TableInfo* info;
   {
     absl::ReaderMutexLock lock(&tables_mu_);
     auto it = tables_.find(table);
@@ -601,24 +615,27 @@ absl::StatusOr<const RangePartition*> Client::FindTable(absl::string_view table,
       return absl::NotFoundError(absl::StrCat(
           "table '", table, "' is unknown to this client; call CreateTable"));
     }
-    partition = it->second.get();
+    info = it->second.get();
   }
-  if (begin > end || end > partition->num_params()) {
+  if (begin > end || end > info->partition.num_params()) {
     return absl::InvalidArgumentError(
         absl::StrCat("key range [", begin, ", ", end, ") is not inside table '",
-                     table, "' of ", partition->num_params(), " keys"));
+                     table, "' of ", info->partition.num_params(), " keys"));
   }
-  return partition;
+  return info;
 }
 
 absl::Status Client::RunBulk(bool is_push, absl::string_view table,
                              uint64_t begin, uint64_t end, float* out,
                              const float* grad, uint64_t clock,
                              const PushTag& tag) {
-  absl::StatusOr<const RangePartition*> partition =
-      FindTable(table, begin, end);
-  if (!partition.ok()) return partition.status();
-  const std::vector<ShardSlice> pieces = (*partition)->Split({begin, end});
+  absl::StatusOr<const TableInfo*> info = FindTable(table, begin, end);
+  if (!info.ok()) return info.status();
+  const std::vector<ShardSlice> pieces = (*info)->partition.Split({begin, end});
+  // A pull may wait on the servers for the other workers' pushes.
+  const absl::Duration timeout =
+      options_.rpc_timeout +
+      (is_push ? absl::ZeroDuration() : (*info)->pull_wait);
   if (pieces.empty()) return absl::OkStatus();
   // Chunks sit on a global grid of chunk_floats keys; they are ordered
   // round-robin over the shards so that every shard starts at once.
@@ -647,8 +664,9 @@ absl::Status Client::RunBulk(bool is_push, absl::string_view table,
       options_.max_inflight_per_server * static_cast<int>(pieces.size());
   // A retry sends only the chunks that have not succeeded yet.
   return Retrying(is_push ? "push" : "pull", [&] {
-    auto op = std::make_shared<BulkOp>(*this, is_push, table, begin, out, grad,
-                                       clock, tag, window, std::move(chunks));
+    auto op =
+        std::make_shared<BulkOp>(*this, is_push, table, begin, out, grad, clock,
+                                 tag, window, std::move(chunks), timeout);
     absl::Status s = op->Run();
     chunks = op->Unfinished();
     return s;

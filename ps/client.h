@@ -19,6 +19,7 @@
 #include <grpcpp/channel.h>
 #include <grpcpp/generic/generic_stub.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <set>
@@ -67,6 +68,9 @@ struct TableOptions {
   shardps::OptimizerConfig optimizer;
   shardps::InitConfig init;
   std::vector<shardps::InitSegment> init_segments;  // override `init`
+  // async by default; under sync and ssp a Pull may wait for the other
+  // workers, up to the straggler timeout on top of rpc_timeout.
+  shardps::ConsistencyConfig consistency;
 };
 
 class Client {
@@ -111,6 +115,11 @@ class Client {
   absl::Status Push(absl::string_view table, uint64_t begin, uint64_t end,
                     const float* grad, uint64_t clock = 0);
 
+  // Bytes of the Push requests sent and Pull responses received so far,
+  // whole messages as on the wire (retries included).
+  uint64_t push_bytes() const { return push_bytes_.load(); }
+  uint64_t pull_bytes() const { return pull_bytes_.load(); }
+
   // Each server's Stats, in shard order.
   absl::StatusOr<std::vector<shardps::StatsResponse>> Stats();
 
@@ -129,8 +138,13 @@ class Client {
   // Polls server `s`'s health service until it serves or `deadline`.
   absl::Status WaitServer(int s, absl::Time deadline);
   Client(ClientOptions options, uint64_t session);
-  absl::StatusOr<const RangePartition*> FindTable(absl::string_view table,
-                                                  uint64_t begin, uint64_t end);
+  // What the client knows of a table it created or opened.
+  struct TableInfo {
+    RangePartition partition;
+    absl::Duration pull_wait;  // the longest a pull may wait on a barrier
+  };
+  absl::StatusOr<const TableInfo*> FindTable(absl::string_view table,
+                                             uint64_t begin, uint64_t end);
 
   // What makes a push's pieces unique on the servers (PushRequest fields).
   struct PushTag {
@@ -146,6 +160,8 @@ class Client {
   const uint64_t session_;  // random, non-zero; see Push
   std::vector<std::unique_ptr<ServerConn>> servers_;
   mutable BufferPool push_buffers_;  // thread-safe; reused across calls
+  mutable std::atomic<uint64_t> push_bytes_{0};
+  mutable std::atomic<uint64_t> pull_bytes_{0};
 
   void AddStragglers(int n) const;
   void StragglerDone() const;
@@ -155,7 +171,7 @@ class Client {
   uint64_t next_sequence_ ABSL_GUARDED_BY(push_mu_) = 1;
   std::set<uint64_t> open_pushes_ ABSL_GUARDED_BY(push_mu_);  // sequences
   absl::Mutex tables_mu_;
-  absl::flat_hash_map<std::string, std::unique_ptr<RangePartition>> tables_
+  absl::flat_hash_map<std::string, std::unique_ptr<TableInfo>> tables_
       ABSL_GUARDED_BY(tables_mu_);
 };
 

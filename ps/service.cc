@@ -92,11 +92,19 @@ grpc::ServerUnaryReactor* ParameterService::Pull(
   if (absl::Status s = Admit(*context); !s.ok()) {
     return Finish(context, s);
   }
-  absl::Status status = HandlePull(*request, response);
-  if (status.ok() && DropReply()) {
-    status = absl::UnavailableError("FAULT INJECTION: pull reply dropped");
-  }
-  return Finish(context, status);
+  // A pull that must wait for other workers (sync, ssp) is answered later,
+  // from the thread that releases it; the reactor stays open meanwhile.
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  HandlePull(*request, response, [this, reactor](absl::Status status) {
+    if (status.ok() && DropReply()) {
+      status = absl::UnavailableError("FAULT INJECTION: pull reply dropped");
+    }
+    if (!status.ok()) {
+      rejected_requests_.fetch_add(1, std::memory_order_relaxed);
+    }
+    reactor->Finish(ToGrpcStatus(status));
+  });
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* ParameterService::Push(
@@ -113,22 +121,36 @@ grpc::ServerUnaryReactor* ParameterService::Push(
   return Finish(context, status);
 }
 
-absl::Status ParameterService::HandlePull(const grpc::ByteBuffer& request,
-                                          grpc::ByteBuffer* response) {
+void ParameterService::HandlePull(const grpc::ByteBuffer& request,
+                                  grpc::ByteBuffer* response, PullDone done) {
   shardps::PullRequest pull;
-  if (absl::Status s = ParseSmallMessage(request, &pull); !s.ok()) return s;
+  if (absl::Status s = ParseSmallMessage(request, &pull); !s.ok()) {
+    return std::move(done)(s);
+  }
   absl::StatusOr<Table*> table = registry_.Find(pull.job(), pull.table());
-  if (!table.ok()) return table.status();
+  if (!table.ok()) return std::move(done)(table.status());
   const KeyRange keys{pull.begin(), pull.end()};
-  // Check before sizing the reply buffer by the requested range.
-  if (absl::Status s = (*table)->store->CheckKeys(keys); !s.ok()) return s;
+  if (absl::Status s = (*table)->store->CheckKeys(keys); !s.ok()) {
+    return std::move(done)(s);
+  }
+  (*table)->consistency.Pull(
+      pull.worker(), pull.clock(),
+      [this, table = *table, keys, response,
+       done = std::move(done)](absl::Status status) mutable {
+        if (status.ok()) status = CopyPull(*table, keys, response);
+        std::move(done)(std::move(status));
+      });
+}
+
+absl::Status ParameterService::CopyPull(Table& table, KeyRange keys,
+                                        grpc::ByteBuffer* response) {
   const size_t payload = keys.size() * sizeof(float);
   // Values are copied once, from the store straight into a reused buffer that
   // gRPC sends from, with the message header written just in front of them.
   PooledBuffer buffer = pull_buffers_.Acquire(kMaxWireHeaderBytes + payload);
   char* values = buffer.data() + kMaxWireHeaderBytes;
   absl::StatusOr<uint64_t> version =
-      (*table)->store->Pull(keys, reinterpret_cast<float*>(values));
+      table.store->Pull(keys, reinterpret_cast<float*>(values));
   if (!version.ok()) return version.status();
   shardps::PullResponse header;
   header.set_version(*version);
@@ -171,10 +193,15 @@ absl::Status ParameterService::HandlePush(const grpc::ByteBuffer& request,
       reply.set_version(admission->version != 0 ? admission->version
                                                 : t.store->version());
     } else {
-      const uint64_t version = t.store->ApplyChecked(keys, gradient);
-      t.ledger.Commit(id, version);
+      absl::StatusOr<uint64_t> version =
+          t.consistency.Push(push.worker(), push.clock(), keys, gradient);
+      if (!version.ok()) {
+        t.ledger.Abort(id);
+        return version.status();
+      }
+      t.ledger.Commit(id, *version);
       t.RecordClock(push.worker(), push.clock());
-      reply.set_version(version);
+      reply.set_version(*version);
       bytes_pushed_.fetch_add(gradient.byte_size(), std::memory_order_relaxed);
     }
   }

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <string>
 
+#include "absl/functional/any_invocable.h"
 #include "absl/random/random.h"
 #include "absl/synchronization/mutex.h"
 #include "proto/shardps.grpc.pb.h"
@@ -54,7 +55,11 @@ class ParameterService final : public ParameterServiceBase {
   TableRegistry& registry() { return registry_; }
   // From now on every call is answered UNAVAILABLE ("shutting down"), which
   // clients retry, instead of being cut off by the server's shutdown.
-  void StartDraining() { draining_.store(true, std::memory_order_release); }
+  // Pulls waiting for other workers are answered the same way.
+  void StartDraining() {
+    draining_.store(true, std::memory_order_release);
+    registry_.CloseWaits(absl::UnavailableError("server is shutting down"));
+  }
   // Reports checkpoints_written in Stats; set before serving starts.
   void set_checkpointer(const Checkpointer* checkpointer) {
     checkpointer_ = checkpointer;
@@ -75,9 +80,14 @@ class ParameterService final : public ParameterServiceBase {
                                  grpc::ByteBuffer* response) override;
 
   // What Pull and Push do with an encoded request once the call is admitted
-  // (the fuzz target in tests/fuzz drives these directly).
-  absl::Status HandlePull(const grpc::ByteBuffer& request,
-                          grpc::ByteBuffer* response);
+  // (the fuzz target in tests/fuzz drives these directly). HandlePull calls
+  // `done` with the outcome once the pull has been answered into
+  // *response: at once, or later from another thread when the table's
+  // consistency makes it wait (ps/consistency.h); request and response must
+  // live until then.
+  using PullDone = absl::AnyInvocable<void(absl::Status) &&>;
+  void HandlePull(const grpc::ByteBuffer& request, grpc::ByteBuffer* response,
+                  PullDone done);
   absl::Status HandlePush(const grpc::ByteBuffer& request,
                           grpc::ByteBuffer* response);
 
@@ -85,6 +95,9 @@ class ParameterService final : public ParameterServiceBase {
   // UNAUTHENTICATED unless the call carries the job's token; UNAVAILABLE
   // while draining.
   absl::Status Admit(const grpc::CallbackServerContext& context) const;
+  // Copies keys of `table` into an encoded PullResponse.
+  absl::Status CopyPull(Table& table, KeyRange keys,
+                        grpc::ByteBuffer* response);
   // True when fault injection says to lose this call's reply.
   bool DropReply();
   // Finishes a call with `status`, counting rejections.

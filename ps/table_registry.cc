@@ -57,6 +57,9 @@ absl::StatusOr<KeyRange> TableRegistry::CheckSpec(
                      spec.num_shards(), ")"));
   }
   if (absl::Status s = ValidateOptimizer(spec.optimizer()); !s.ok()) return s;
+  if (absl::Status s = ValidateConsistency(spec.consistency()); !s.ok()) {
+    return s;
+  }
   if (absl::Status s = ValidateInit(spec.init()); !s.ok()) return s;
   for (const shardps::InitSegment& seg : spec.init_segments()) {
     if (seg.begin() >= seg.end() || seg.end() > spec.num_params()) {
@@ -263,6 +266,11 @@ absl::StatusOr<Table*> TableRegistry::Find(absl::string_view job,
   return it->second.get();
 }
 
+void TableRegistry::CloseWaits(const absl::Status& status) {
+  absl::ReaderMutexLock lock(&mu_);
+  for (const auto& [name, table] : tables_) table->consistency.Close(status);
+}
+
 uint64_t TableRegistry::DuplicatePushes() {
   absl::ReaderMutexLock lock(&mu_);
   uint64_t n = 0;
@@ -283,6 +291,10 @@ void TableRegistry::FillStats(shardps::StatsResponse* out) {
     ts->set_end(table->store->range().end);
     ts->set_version(table->store->version());
     ts->set_restored_version(table->restored_version);
+    ts->set_consistency_clock(table->consistency.clock());
+    for (uint32_t worker : table->consistency.dropped_workers()) {
+      ts->add_dropped_workers(worker);
+    }
     absl::MutexLock clocks_lock(&table->clocks_mu);
     for (const auto& [worker, clock] : table->clocks) {
       shardps::WorkerClock* wc = ts->add_worker_clocks();

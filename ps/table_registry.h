@@ -21,6 +21,7 @@
 #include "absl/synchronization/mutex.h"
 #include "proto/checkpoint.pb.h"
 #include "proto/shardps.pb.h"
+#include "ps/consistency.h"
 #include "ps/push_ledger.h"
 #include "ps/shard_store.h"
 
@@ -31,7 +32,9 @@ struct Table {
         uint64_t restored_version = 0)
       : spec(std::move(spec)),
         store(std::move(store)),
-        restored_version(restored_version) {}
+        restored_version(restored_version),
+        consistency(this->spec.consistency(), this->spec.table(),
+                    this->store.get()) {}
 
   // Records that `worker` pushed `clock`; keeps the highest clock seen.
   void RecordClock(uint32_t worker, uint64_t clock);
@@ -39,6 +42,9 @@ struct Table {
   const shardps::CreateTableRequest spec;
   const std::unique_ptr<ShardStore> store;
   const uint64_t restored_version;  // 0 unless restored from a checkpoint
+  // Orders pushes and pulls by clock (async, sync or ssp); every push and
+  // pull goes through it.
+  Consistency consistency;
 
   // A push holds this shared from its ledger admission until it is applied
   // and committed; a snapshot holds it exclusively, so that values, version,
@@ -91,6 +97,10 @@ class TableRegistry {
   // FAILED_PRECONDITION when `job` is not this server's job, NOT_FOUND for an
   // unknown table.
   absl::StatusOr<Table*> Find(absl::string_view job, absl::string_view table);
+
+  // Ends the pulls waiting on any table's consistency, and every later
+  // wait, with `status` (the server is shutting down).
+  void CloseWaits(const absl::Status& status);
 
   // Pushes acknowledged as duplicates, over all tables.
   uint64_t DuplicatePushes();

@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -54,6 +55,12 @@ ABSL_FLAG(std::string, ssh_args, "",
           "\"-i /path/key -o StrictHostKeyChecking=accept-new\").");
 ABSL_FLAG(int, ssh_base_port, 7070, "ssh: server i listens on this port + i.");
 ABSL_FLAG(std::string, job, "launch", "Job id for servers and workers.");
+ABSL_FLAG(std::string, optimizer, "",
+          "Given to every worker as --optimizer (see shardps-worker "
+          "--help); empty: the worker's default.");
+ABSL_FLAG(std::string, consistency, "",
+          "Given to every worker as --consistency (async, sync, ssp:K); "
+          "empty: the worker's default.");
 ABSL_FLAG(std::string, auth_token_file, "",
           "The job's token for servers and workers; empty: a fresh random "
           "one in RUN_DIR/job.token (mode 0600).");
@@ -133,6 +140,14 @@ int main(int argc, char** argv) {
   o.progress_every = absl::Seconds(absl::GetFlag(FLAGS_progress_s));
   o.server_binary = ps::SiblingBinary("shardps-server");
   o.worker_binary = ps::SiblingBinary("shardps-worker");
+  // The launcher's shortcuts first: flags after -- win.
+  for (const auto& [flag, value] :
+       {std::pair<std::string, std::string>{"optimizer",
+                                            absl::GetFlag(FLAGS_optimizer)},
+        {"consistency", absl::GetFlag(FLAGS_consistency)}}) {
+    if (!value.empty())
+      o.worker_args.push_back(absl::StrCat("--", flag, "=", value));
+  }
   for (size_t i = 1; i < rest.size(); ++i) o.worker_args.push_back(rest[i]);
   if (o.run_dir.empty()) {
     return Fail(absl::InvalidArgumentError("--run_dir is required"));
@@ -244,11 +259,12 @@ int main(int argc, char** argv) {
       stderr,
       "shardps-launch: %s: servers %d workers %d loader %s | init %.2f s | "
       "train %.2f s | %.0f samples/s | epoch %.2f s | test accuracy %.4f | "
-      "CPU %.0f%% | %s/summary.json\n",
+      "%.0f KiB/step | CPU %.0f%% | %s/summary.json\n",
       summary->ok() ? "done" : "FAILED", summary->servers(), summary->workers(),
       summary->loader(), summary->init_seconds(), summary->train_seconds(),
       summary->samples_per_second(), summary->epoch_seconds(),
-      summary->test_accuracy(), 100 * summary->cpu_utilisation(), o.run_dir);
+      summary->test_accuracy(), summary->bytes_per_step() / 1024,
+      100 * summary->cpu_utilisation(), o.run_dir);
   if (!summary->ok()) return Fail(absl::InternalError(summary->error()));
   return 0;
 }

@@ -335,6 +335,8 @@ class Run {
     summary_.set_cpu_seconds(cpu);
 
     uint64_t samples = 0, records = 0;
+    double bytes_per_step = 0;
+    int reported = 0;
     for (int r = 0; r < o_.workers; ++r) {
       shardps::WorkerSummary w;
       if (!ReadJsonFile(absl::StrCat(o_.run_dir, "/summary-", r, ".json"), &w)
@@ -347,10 +349,18 @@ class Run {
           std::max(summary_.train_seconds(), w.train_seconds()));
       summary_.set_emulated_compute_ms(w.emulated_compute_ms());
       if (w.rank() == 0) summary_.set_test_accuracy(w.test_accuracy());
+      summary_.set_optimizer(w.optimizer());
+      summary_.set_consistency(w.consistency());
+      summary_.set_compression(w.compression());
+      if (w.steps() > 0) {
+        bytes_per_step += (w.pull_bytes() + w.push_bytes()) / w.steps();
+        ++reported;
+      }
       samples += w.samples();
       records += w.partition_records();
       *summary_.add_per_worker() = w;
     }
+    if (reported > 0) summary_.set_bytes_per_step(bytes_per_step / reported);
     if (summary_.train_seconds() > 0) {
       summary_.set_overall_samples_per_second(samples /
                                               summary_.train_seconds());

@@ -178,6 +178,7 @@ absl::StatusOr<shardps::WorkerSummary> Train(ps::Client& client,
   table.name = options.table;
   table.num_params = mlp.num_params();
   table.optimizer = options.optimizer;
+  table.consistency = options.consistency;
   uint64_t seed = options.seed;
   for (const model::Mlp::TensorInit& t : mlp.InitPlan()) {
     table.init_segments.push_back(ToSegment(t, seed++));
@@ -231,11 +232,25 @@ absl::StatusOr<shardps::WorkerSummary> Train(ps::Client& client,
   summary.set_world(options.world);
   summary.set_loader(options.loader);
   summary.set_partition_records((*batches)->partition_size());
+  summary.set_optimizer(options.optimizer.ShortDebugString());
+  summary.set_consistency(options.consistency.ShortDebugString());
   summary.set_test_accuracy(-1);
   summary.set_init_data_seconds(Seconds(table_start - data_start));
   summary.set_init_table_seconds(Seconds(table_done - table_start));
+  // Under a barrier every rank must push the same clocks: all take the
+  // smallest partition's steps (the larger ones skip at most one batch).
+  const bool barrier = !options.consistency.mode().empty() &&
+                       options.consistency.mode() != "async";
+  uint64_t records = (*batches)->partition_size();
+  if (barrier) {
+    for (int r = 0; r < options.world; ++r) {
+      const loader::Partition part =
+          loader::PartitionFor(train->manifest.records(), r, options.world);
+      records = std::min(records, part.end - part.begin);
+    }
+  }
   const uint64_t steps_per_epoch =
-      ((*batches)->partition_size() + options.batch - 1) / options.batch;
+      (records + options.batch - 1) / options.batch;
   const uint64_t total_steps =
       options.max_steps > 0
           ? std::min<uint64_t>(options.max_steps,
@@ -251,6 +266,7 @@ absl::StatusOr<shardps::WorkerSummary> Train(ps::Client& client,
   const int first_epoch = position->epoch();
   const uint64_t first_epoch_step = position->epoch_step();
   absl::Time train_start;
+  uint64_t evaluation_pull_bytes = 0;
   for (int epoch = first_epoch;
        epoch < options.epochs && summary.steps() < total_steps; ++epoch) {
     if (absl::Status s = (*batches)->StartEpoch(epoch); !s.ok()) return s;
@@ -267,7 +283,7 @@ absl::StatusOr<shardps::WorkerSummary> Train(ps::Client& client,
         if (*skipped == nullptr) break;
       }
     }
-    while (summary.steps() < total_steps) {
+    while (summary.steps() < total_steps && epoch_position < steps_per_epoch) {
       const absl::Time t0 = absl::Now();
       absl::StatusOr<const loader::Batch*> batch = (*batches)->Next();
       if (!batch.ok()) return batch.status();
@@ -342,10 +358,12 @@ absl::StatusOr<shardps::WorkerSummary> Train(ps::Client& client,
     if (epoch == 0) summary.set_first_epoch_loss(mean);
     summary.set_last_epoch_loss(mean);
     if (test != nullptr) {
+      const uint64_t pulled_before = client.pull_bytes();
       if (absl::Status s = client.Pull(options.table, 0, p, params.data());
           !s.ok()) {
         return s;
       }
+      evaluation_pull_bytes += client.pull_bytes() - pulled_before;
       absl::StatusOr<double> acc =
           TestAccuracy(mlp, params.data(), *test, &*eval_ws);
       if (!acc.ok()) return acc.status();
@@ -359,6 +377,10 @@ absl::StatusOr<shardps::WorkerSummary> Train(ps::Client& client,
                     options.rank, epoch, mean);
     }
   }
+  // The steps' traffic only, not the evaluations'.
+  summary.set_pull_bytes(
+      static_cast<double>(client.pull_bytes() - evaluation_pull_bytes));
+  summary.set_push_bytes(static_cast<double>(client.push_bytes()));
   summary.set_train_seconds(
       summary.steps() > first_step ? Seconds(absl::Now() - train_start) : 0);
   // This process's own rate: a rejoined worker's earlier steps are not in

@@ -28,6 +28,9 @@ struct TrainerOptions {
   int batch = 128;
   // The servers' optimizer for the table (worker/training_config.h).
   shardps::OptimizerConfig optimizer = DefaultOptimizer();
+  // async by default. Under sync and ssp every rank does the same number of
+  // steps per epoch (that of the smallest partition), each step its clock.
+  shardps::ConsistencyConfig consistency;
   int epochs = 1;
   uint64_t seed = 1;
   int reader_threads = 4;

@@ -1,6 +1,9 @@
 #include "worker/training_config.h"
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "ps/consistency.h"
 #include "ps/updater.h"
 
 namespace worker {
@@ -37,6 +40,38 @@ absl::StatusOr<shardps::OptimizerConfig> MakeOptimizerConfig(
         absl::StrCat("--optimizer=", flags.name, ": ", s.message(),
                      " (flags --lr, --momentum, --beta1, --beta2, --epsilon, "
                      "--initial_accumulator)"));
+  }
+  return c;
+}
+
+absl::StatusOr<shardps::ConsistencyConfig> MakeConsistencyConfig(
+    const std::string& consistency, int world, double straggler_timeout_s,
+    const std::string& straggler_policy) {
+  shardps::ConsistencyConfig c;
+  if (consistency == "async") return c;
+  if (consistency == "sync") {
+    c.set_mode("sync");
+  } else if (absl::StartsWith(consistency, "ssp:")) {
+    uint32_t k = 0;
+    if (!absl::SimpleAtoi(consistency.substr(4), &k) || k < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--consistency=", consistency,
+                       ": the staleness K of ssp:K must be an integer >= 1"));
+    }
+    c.set_mode("ssp");
+    c.set_staleness(k);
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--consistency=", consistency,
+                     ": expected async, sync or ssp:K (K >= 1)"));
+  }
+  c.set_num_workers(world);
+  c.set_straggler_timeout_seconds(straggler_timeout_s);
+  c.set_straggler_policy(straggler_policy);
+  if (absl::Status s = ps::ValidateConsistency(c); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--consistency=", consistency, ": ", s.message(),
+        " (flags --straggler_timeout_s, --straggler_policy, --world)"));
   }
   return c;
 }

@@ -1,6 +1,7 @@
 // Turns the worker's training flags into the table configuration that the
-// servers apply: the optimizer (--optimizer and its hyper-parameters).
-// Errors name the flag.
+// servers apply: the optimizer (--optimizer and its hyper-parameters) and
+// the consistency mode (--consistency, --straggler_timeout_s,
+// --straggler_policy). Errors name the flag.
 #ifndef SHARDPS_WORKER_TRAINING_CONFIG_H_
 #define SHARDPS_WORKER_TRAINING_CONFIG_H_
 
@@ -31,6 +32,12 @@ double DefaultLearningRate(const std::string& optimizer);
 // uses; INVALID_ARGUMENT names the flag that is out of range.
 absl::StatusOr<shardps::OptimizerConfig> MakeOptimizerConfig(
     const OptimizerFlags& flags);
+
+// The ConsistencyConfig for --consistency=async|sync|ssp:K with `world`
+// workers; INVALID_ARGUMENT names the flag.
+absl::StatusOr<shardps::ConsistencyConfig> MakeConsistencyConfig(
+    const std::string& consistency, int world, double straggler_timeout_s,
+    const std::string& straggler_policy);
 
 }  // namespace worker
 

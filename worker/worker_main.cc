@@ -54,6 +54,18 @@ ABSL_FLAG(double, beta1, 0.9, "adam: decay of the gradient's mean.");
 ABSL_FLAG(double, beta2, 0.999, "adam: decay of the gradient's variance.");
 ABSL_FLAG(double, epsilon, 1e-8,
           "adagrad, adam: added to the denominator's square root.");
+ABSL_FLAG(std::string, consistency, "async",
+          "async (pushes applied on arrival), sync (BSP: each step's "
+          "gradients of all --world workers averaged, then the next step's "
+          "pulls released) or ssp:K (a pull at step c waits until every "
+          "worker pushed step c-K).");
+ABSL_FLAG(double, straggler_timeout_s, 60,
+          "sync, ssp: how long a pull waits for workers that do not push "
+          "before --straggler_policy applies to them.");
+ABSL_FLAG(std::string, straggler_policy, "fail",
+          "sync, ssp: fail (the job stops with a message naming the "
+          "stragglers) or drop (the servers leave them out of the barrier, "
+          "logged).");
 ABSL_FLAG(double, initial_accumulator, 0.1,
           "adagrad: the starting sum of squared gradients.");
 ABSL_FLAG(int, epochs, 1, "Epochs over this worker's partition.");
@@ -140,6 +152,16 @@ int main(int argc, char** argv) {
   absl::StatusOr<shardps::OptimizerConfig> optimizer_config =
       worker::MakeOptimizerConfig(optimizer);
   if (!optimizer_config.ok()) return Fail(optimizer_config.status());
+  absl::StatusOr<shardps::ConsistencyConfig> consistency =
+      worker::MakeConsistencyConfig(absl::GetFlag(FLAGS_consistency), rw->world,
+                                    absl::GetFlag(FLAGS_straggler_timeout_s),
+                                    absl::GetFlag(FLAGS_straggler_policy));
+  if (!consistency.ok()) return Fail(consistency.status());
+  if (absl::GetFlag(FLAGS_resume) && !consistency->mode().empty()) {
+    return Fail(absl::InvalidArgumentError(
+        "--resume works with --consistency=async only: under a barrier the "
+        "servers refuse the steps a rejoining worker would do again"));
+  }
 
   ps::ClientOptions co;
   co.server_addrs = *addrs;
@@ -170,6 +192,7 @@ int main(int argc, char** argv) {
   to.loader = absl::GetFlag(FLAGS_loader);
   to.batch = absl::GetFlag(FLAGS_batch);
   to.optimizer = *optimizer_config;
+  to.consistency = *consistency;
   to.epochs = absl::GetFlag(FLAGS_epochs);
   to.seed = absl::GetFlag(FLAGS_seed);
   to.reader_threads = absl::GetFlag(FLAGS_reader_threads);

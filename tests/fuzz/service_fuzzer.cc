@@ -4,9 +4,11 @@
 // table's version.
 //
 // Input: one byte picks the request kind, the rest is the encoded message.
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <utility>
 
 #include "proto/shardps.pb.h"
 #include "ps/service.h"
@@ -60,9 +62,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint64_t before = TotalVersion(service);
   absl::Status status;
   switch (kind) {
-    case 0:
-      status = service.HandlePull(request, &response);
+    case 0: {
+      // A pull on a sync/ssp table may wait for pushes that never come;
+      // the wait then ends at the table's straggler timeout, or when the
+      // service is destroyed, so what it writes to must outlive this input.
+      struct Pending {
+        grpc::ByteBuffer request, response;
+        absl::Status status;
+        std::atomic<bool> done{false};
+      };
+      auto pending = std::make_shared<Pending>();
+      pending->request = request;
+      service.HandlePull(pending->request, &pending->response,
+                         [pending](absl::Status s) {
+                           pending->status = std::move(s);
+                           pending->done.store(true);
+                         });
+      if (pending->done.load()) status = pending->status;
       break;
+    }
     case 1:
       status = service.HandlePush(request, &response);
       break;

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <string>
@@ -81,6 +82,36 @@ TEST_F(LauncherTest, LocalRunWritesACompleteSummary) {
   }
   EXPECT_EQ(sum.worker_args(0), "--model=mlp:16-8-3");
   testutil::ExpectNoProcessLeft(sum);
+}
+
+TEST_F(LauncherTest, SyncRunKeepsEveryWorkerOnTheSameClock) {
+  const std::string run = dir_ + "/run";
+  absl::Status s =
+      Launch({"--servers=2", "--workers=3", "--consistency=sync",
+              "--optimizer=adam", "--run_dir=" + run,
+              "--data=" + dir_ + "/data", "--", "--model=mlp:16-8-3",
+              "--batch=32", "--epochs=2", "--straggler_timeout_s=20"});
+  ASSERT_TRUE(s.ok()) << s << testutil::ReadFile(dir_ + "/launch.log");
+  const shardps::RunSummary sum = testutil::ReadRunSummary(run);
+  ASSERT_TRUE(sum.ok()) << sum.error();
+  EXPECT_NE(sum.consistency().find("mode: \"sync\" num_workers: 3"),
+            std::string::npos)
+      << sum.consistency();
+  EXPECT_NE(sum.optimizer().find("name: \"adam\""), std::string::npos)
+      << sum.optimizer();
+  ASSERT_EQ(sum.per_worker_size(), 3);
+  // Under a barrier every rank does the smallest partition's steps.
+  uint32_t smallest = sum.per_worker(0).partition_records();
+  for (const shardps::WorkerSummary& w : sum.per_worker()) {
+    smallest = std::min(smallest, w.partition_records());
+  }
+  for (const shardps::WorkerSummary& w : sum.per_worker()) {
+    EXPECT_EQ(w.steps(), 2 * ((smallest + 31) / 32)) << w.rank();
+  }
+  // mlp:16-8-3 has 163 parameters: each step pulls and pushes 652 bytes of
+  // float32, plus a few dozen bytes of message headers per shard.
+  EXPECT_GE(sum.bytes_per_step(), 2 * 652);
+  EXPECT_LT(sum.bytes_per_step(), 2 * 652 + 200);
 }
 
 TEST(SteadySamplesPerSecondTest, CountsOnlyTheWindowWhereAllWorkersTrain) {
