@@ -18,6 +18,7 @@
 #include "absl/synchronization/notification.h"
 #include "ps/float_pieces.h"
 #include "ps/grpc_status.h"
+#include "ps/value_codec.h"
 #include "ps/wire_codec.h"
 
 namespace ps {
@@ -52,6 +53,15 @@ absl::Status CheckOptions(const ClientOptions& o) {
   }
   if (o.rpc_timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("rpc_timeout must be > 0");
+  }
+  if (o.pull_encoding != shardps::FLOAT32 && o.pull_encoding != shardps::FP16 &&
+      o.pull_encoding != shardps::BF16) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("pulls take float32, fp16 or bf16, not ",
+                     EncodingName(o.pull_encoding)));
+  }
+  if (!shardps::ValueEncoding_IsValid(o.push_encoding)) {
+    return absl::InvalidArgumentError("unknown push encoding");
   }
   return absl::OkStatus();
 }
@@ -117,14 +127,17 @@ class Client::BulkOp : public std::enable_shared_from_this<BulkOp> {
     int shard;
     int channel;
     KeyRange keys;
+    // ONEBIT pushes: where the chunk's encoded gradient starts in `encoded`.
+    size_t encoded_offset = 0;
   };
 
   BulkOp(const Client& client, bool is_push, absl::string_view table,
          uint64_t base_key, float* out, const float* grad, uint64_t clock,
          const PushTag& tag, int window, std::vector<Chunk> chunks,
-         absl::Duration timeout)
+         absl::Duration timeout, const char* encoded)
       : client_(client),
         timeout_(timeout),
+        encoded_(encoded),
         is_push_(is_push),
         tag_(tag),
         table_(table),
@@ -246,6 +259,7 @@ class Client::BulkOp : public std::enable_shared_from_this<BulkOp> {
       method = &pull_method_;
       shardps::PullRequest pull;
       FillHeader(chunk, &pull);
+      pull.set_encoding(client_.options_.pull_encoding);
       call.request = SerializeSmallMessage(pull);
     }
     // The callback owns a reference: a call outliving Run() keeps its
@@ -279,11 +293,27 @@ class Client::BulkOp : public std::enable_shared_from_this<BulkOp> {
     header.set_session(tag_.session);
     header.set_sequence(tag_.sequence);
     header.set_acked_below(tag_.acked_below);
-    const size_t payload = chunk.keys.size() * sizeof(float);
+    const shardps::ValueEncoding encoding = client_.options_.push_encoding;
+    header.set_encoding(encoding);
+    const size_t n = chunk.keys.size();
+    const size_t payload = EncodedBytes(encoding, n);
     PooledBuffer buffer =
         client_.push_buffers_.Acquire(kMaxWireHeaderBytes + payload);
     char* values = buffer.data() + kMaxWireHeaderBytes;
-    std::memcpy(values, grad_ + (chunk.keys.begin - base_key_), payload);
+    const float* grad = grad_ + (chunk.keys.begin - base_key_);
+    switch (encoding) {
+      case shardps::FP16:
+        EncodeFp16(grad, n, values);
+        break;
+      case shardps::BF16:
+        EncodeBf16(grad, n, values);
+        break;
+      case shardps::ONEBIT:
+        std::memcpy(values, encoded_ + chunk.encoded_offset, payload);
+        break;
+      default:
+        std::memcpy(values, grad, payload);
+    }
     const size_t header_bytes =
         WriteHeaderBefore(header, kPushGradientField, payload, values);
     grpc::Slice slice = std::move(buffer).ToSlice(
@@ -299,17 +329,36 @@ class Client::BulkOp : public std::enable_shared_from_this<BulkOp> {
     }
     size_t got = 0;
     for (absl::string_view piece : split.bulk) got += piece.size();
-    const size_t want = chunk.keys.size() * sizeof(float);
+    const shardps::ValueEncoding encoding = client_.options_.pull_encoding;
+    const size_t n = chunk.keys.size();
+    const size_t want = EncodedBytes(encoding, n);
     if (got != want) {
-      return absl::DataLossError(absl::StrCat(
-          "server sent ", got, " bytes of values, expected ", want));
+      return absl::DataLossError(absl::StrCat("server sent ", got, " bytes of ",
+                                              EncodingName(encoding),
+                                              " values, expected ", want));
     }
-    char* dst = reinterpret_cast<char*>(out_ + (chunk.keys.begin - base_key_));
-    for (absl::string_view piece : split.bulk) {
-      std::memcpy(dst, piece.data(), piece.size());
-      dst += piece.size();
+    float* out = out_ + (chunk.keys.begin - base_key_);
+    if (encoding == shardps::FLOAT32) {
+      char* dst = reinterpret_cast<char*>(out);
+      for (absl::string_view piece : split.bulk) {
+        std::memcpy(dst, piece.data(), piece.size());
+        dst += piece.size();
+      }
+      return absl::OkStatus();
     }
-    return absl::OkStatus();
+    // The 16-bit decoders read one contiguous run.
+    PooledBuffer gathered;
+    const char* in = split.bulk.empty() ? "" : split.bulk[0].data();
+    if (split.bulk.size() > 1) {
+      gathered = client_.push_buffers_.Acquire(got);
+      char* dst = gathered.data();
+      for (absl::string_view piece : split.bulk) {
+        std::memcpy(dst, piece.data(), piece.size());
+        dst += piece.size();
+      }
+      in = gathered.data();
+    }
+    return DecodeValues(encoding, in, n, out);
   }
 
   // Each call's context is destroyed here, in its own completion callback
@@ -365,6 +414,10 @@ class Client::BulkOp : public std::enable_shared_from_this<BulkOp> {
 
   const Client& client_;
   const absl::Duration timeout_;  // of each call
+  // ONEBIT pushes: every chunk's gradient, encoded once before the first
+  // launch (the encoding updates the residual, so a retry must resend the
+  // same bytes rather than encode again).
+  const char* const encoded_;
   const bool is_push_;
   const PushTag tag_;
   const std::string table_;
@@ -560,7 +613,7 @@ absl::Status Client::CreateTableOnce(const TableOptions& table) {
           : absl::ZeroDuration();
   absl::MutexLock lock(&tables_mu_);
   tables_[table.name] = absl::WrapUnique(
-      new TableInfo{RangePartition(table.num_params, n), pull_wait});
+      new TableInfo(RangePartition(table.num_params, n), pull_wait));
   return absl::OkStatus();
 }
 
@@ -601,13 +654,14 @@ absl::Status Client::OpenTable(const TableOptions& table,
   }
   absl::MutexLock lock(&tables_mu_);
   tables_[table.name] = absl::WrapUnique(
-      new TableInfo{RangePartition(table.num_params, n), absl::ZeroDuration()});
+      new TableInfo(RangePartition(table.num_params, n), absl::ZeroDuration()));
   return absl::OkStatus();
 }
 
-absl::StatusOr<const Client::TableInfo*> Client::FindTable(
-    absl::string_view table, uint64_t begin, uint64_t end) {
-  const TableInfo* info;
+absl::StatusOr<Client::TableInfo*> Client::FindTable(absl::string_view table,
+                                                     uint64_t begin,
+                                                     uint64_t end) {
+  TableInfo* info;
   {
     absl::ReaderMutexLock lock(&tables_mu_);
     auto it = tables_.find(table);
@@ -629,7 +683,7 @@ absl::Status Client::RunBulk(bool is_push, absl::string_view table,
                              uint64_t begin, uint64_t end, float* out,
                              const float* grad, uint64_t clock,
                              const PushTag& tag) {
-  absl::StatusOr<const TableInfo*> info = FindTable(table, begin, end);
+  absl::StatusOr<TableInfo*> info = FindTable(table, begin, end);
   if (!info.ok()) return info.status();
   const std::vector<ShardSlice> pieces = (*info)->partition.Split({begin, end});
   // A pull may wait on the servers for the other workers' pushes.
@@ -662,11 +716,28 @@ absl::Status Client::RunBulk(bool is_push, absl::string_view table,
   }
   const int window =
       options_.max_inflight_per_server * static_cast<int>(pieces.size());
+  PooledBuffer encoded;
+  if (is_push && options_.push_encoding == shardps::ONEBIT) {
+    size_t bytes = 0;
+    for (BulkOp::Chunk& chunk : chunks) {
+      chunk.encoded_offset = bytes;
+      bytes += EncodedBytes(shardps::ONEBIT, chunk.keys.size());
+    }
+    encoded = push_buffers_.Acquire(bytes);
+    TableInfo& t = **info;
+    absl::MutexLock lock(&t.residual_mu);
+    if (t.residual.empty()) t.residual.assign(t.partition.num_params(), 0.0f);
+    for (const BulkOp::Chunk& chunk : chunks) {
+      EncodeOneBit(grad + (chunk.keys.begin - begin),
+                   &t.residual[chunk.keys.begin], chunk.keys.size(),
+                   encoded.data() + chunk.encoded_offset);
+    }
+  }
   // A retry sends only the chunks that have not succeeded yet.
   return Retrying(is_push ? "push" : "pull", [&] {
-    auto op =
-        std::make_shared<BulkOp>(*this, is_push, table, begin, out, grad, clock,
-                                 tag, window, std::move(chunks), timeout);
+    auto op = std::make_shared<BulkOp>(*this, is_push, table, begin, out, grad,
+                                       clock, tag, window, std::move(chunks),
+                                       timeout, encoded.data());
     absl::Status s = op->Run();
     chunks = op->Unfinished();
     return s;

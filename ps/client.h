@@ -54,6 +54,11 @@ struct ClientOptions {
   // sent with every call (empty: none).
   TlsFiles tls;
   std::string auth_token;
+  // How values travel (ps/value_codec.h): pull_encoding is FLOAT32, FP16 or
+  // BF16; push_encoding any of these or ONEBIT (1-bit SGD; the client keeps
+  // each key's quantization error and adds it to the key's next gradient).
+  shardps::ValueEncoding pull_encoding = shardps::FLOAT32;
+  shardps::ValueEncoding push_encoding = shardps::FLOAT32;
   // Every call is retried on UNAVAILABLE (and on CANCELLED, which only a
   // server going away causes here) with exponential backoff (100 ms
   // doubling to 1 s, +-50% jitter) until this much time has passed, logging
@@ -140,11 +145,17 @@ class Client {
   Client(ClientOptions options, uint64_t session);
   // What the client knows of a table it created or opened.
   struct TableInfo {
-    RangePartition partition;
-    absl::Duration pull_wait;  // the longest a pull may wait on a barrier
+    TableInfo(RangePartition partition, absl::Duration pull_wait)
+        : partition(std::move(partition)), pull_wait(pull_wait) {}
+    const RangePartition partition;
+    const absl::Duration pull_wait;  // the longest a pull may wait
+    // ONEBIT pushes: the quantization error of every key, added to its next
+    // gradient (allocated by the first such push).
+    absl::Mutex residual_mu;
+    std::vector<float> residual ABSL_GUARDED_BY(residual_mu);
   };
-  absl::StatusOr<const TableInfo*> FindTable(absl::string_view table,
-                                             uint64_t begin, uint64_t end);
+  absl::StatusOr<TableInfo*> FindTable(absl::string_view table, uint64_t begin,
+                                       uint64_t end);
 
   // What makes a push's pieces unique on the servers (PushRequest fields).
   struct PushTag {

@@ -1,9 +1,12 @@
 #include "ps/service.h"
 
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
 #include "ps/float_pieces.h"
 #include "ps/grpc_status.h"
 #include "ps/security.h"
+#include "ps/value_codec.h"
 #include "ps/wire_codec.h"
 
 namespace ps {
@@ -133,24 +136,45 @@ void ParameterService::HandlePull(const grpc::ByteBuffer& request,
   if (absl::Status s = (*table)->store->CheckKeys(keys); !s.ok()) {
     return std::move(done)(s);
   }
+  const shardps::ValueEncoding encoding = pull.encoding();
+  if (encoding != shardps::FLOAT32 && encoding != shardps::FP16 &&
+      encoding != shardps::BF16) {
+    return std::move(done)(absl::InvalidArgumentError(
+        absl::StrCat("pulls take float32, fp16 or bf16 values, not encoding ",
+                     static_cast<int>(encoding))));
+  }
   (*table)->consistency.Pull(
       pull.worker(), pull.clock(),
-      [this, table = *table, keys, response,
+      [this, table = *table, keys, encoding, response,
        done = std::move(done)](absl::Status status) mutable {
-        if (status.ok()) status = CopyPull(*table, keys, response);
+        if (status.ok()) status = CopyPull(*table, keys, encoding, response);
         std::move(done)(std::move(status));
       });
 }
 
 absl::Status ParameterService::CopyPull(Table& table, KeyRange keys,
+                                        shardps::ValueEncoding encoding,
                                         grpc::ByteBuffer* response) {
-  const size_t payload = keys.size() * sizeof(float);
+  const size_t n = keys.size();
+  const size_t payload = EncodedBytes(encoding, n);
   // Values are copied once, from the store straight into a reused buffer that
   // gRPC sends from, with the message header written just in front of them.
   PooledBuffer buffer = pull_buffers_.Acquire(kMaxWireHeaderBytes + payload);
   char* values = buffer.data() + kMaxWireHeaderBytes;
-  absl::StatusOr<uint64_t> version =
-      table.store->Pull(keys, reinterpret_cast<float*>(values));
+  absl::StatusOr<uint64_t> version;
+  if (encoding == shardps::FLOAT32) {
+    version = table.store->Pull(keys, reinterpret_cast<float*>(values));
+  } else {
+    // Copied out under the stripe locks first, then encoded.
+    PooledBuffer copy = scratch_buffers_.Acquire(n * sizeof(float));
+    float* floats = reinterpret_cast<float*>(copy.data());
+    version = table.store->Pull(keys, floats);
+    if (encoding == shardps::FP16) {
+      EncodeFp16(floats, n, values);
+    } else {
+      EncodeBf16(floats, n, values);
+    }
+  }
   if (!version.ok()) return version.status();
   shardps::PullResponse header;
   header.set_version(*version);
@@ -161,6 +185,39 @@ absl::Status ParameterService::CopyPull(Table& table, KeyRange keys,
   *response = grpc::ByteBuffer(&slice, 1);
   bytes_pulled_.fetch_add(payload, std::memory_order_relaxed);
   return absl::OkStatus();
+}
+
+absl::Status ParameterService::DecodePush(
+    shardps::ValueEncoding encoding, Table& table, KeyRange keys,
+    absl::Span<const absl::string_view> bulk, size_t bulk_bytes,
+    PooledBuffer* decoded) {
+  if (!shardps::ValueEncoding_IsValid(encoding)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown gradient encoding ", static_cast<int>(encoding)));
+  }
+  // Checked before any buffer is sized by the request.
+  if (absl::Status s = table.store->CheckKeys(keys); !s.ok()) return s;
+  const size_t n = keys.size();
+  if (bulk_bytes != EncodedBytes(encoding, n)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "gradient has ", bulk_bytes, " bytes but key range [", keys.begin, ", ",
+        keys.end, ") in ", EncodingName(encoding), " needs ",
+        EncodedBytes(encoding, n)));
+  }
+  PooledBuffer gathered;
+  const char* in = bulk.empty() ? "" : bulk[0].data();
+  if (bulk.size() > 1) {
+    gathered = scratch_buffers_.Acquire(bulk_bytes);
+    char* dst = gathered.data();
+    for (absl::string_view piece : bulk) {
+      std::memcpy(dst, piece.data(), piece.size());
+      dst += piece.size();
+    }
+    in = gathered.data();
+  }
+  *decoded = scratch_buffers_.Acquire(n * sizeof(float));
+  return DecodeValues(encoding, in, n,
+                      reinterpret_cast<float*>(decoded->data()));
 }
 
 absl::Status ParameterService::HandlePush(const grpc::ByteBuffer& request,
@@ -178,7 +235,23 @@ absl::Status ParameterService::HandlePush(const grpc::ByteBuffer& request,
   if (!table.ok()) return table.status();
   Table& t = **table;
   const KeyRange keys{push.begin(), push.end()};
-  FloatPieces gradient(split.bulk);
+  size_t wire_bytes = 0;
+  for (absl::string_view piece : split.bulk) wire_bytes += piece.size();
+  // An encoded gradient is decoded into a reused buffer; float32 is read in
+  // place from the request.
+  absl::Span<const absl::string_view> pieces = split.bulk;
+  PooledBuffer decoded;
+  absl::string_view decoded_view;
+  if (push.encoding() != shardps::FLOAT32) {
+    if (absl::Status s = DecodePush(push.encoding(), t, keys, split.bulk,
+                                    wire_bytes, &decoded);
+        !s.ok()) {
+      return s;
+    }
+    decoded_view = absl::string_view(decoded.data(), keys.size() * 4);
+    pieces = absl::MakeConstSpan(&decoded_view, 1);
+  }
+  FloatPieces gradient(pieces);
   // Validate first: a rejected push must not even touch the ledger.
   if (absl::Status s = t.store->CheckPush(keys, gradient); !s.ok()) return s;
   const PushId id{push.worker(), push.session(), push.sequence(), keys.begin};
@@ -202,7 +275,7 @@ absl::Status ParameterService::HandlePush(const grpc::ByteBuffer& request,
       t.ledger.Commit(id, *version);
       t.RecordClock(push.worker(), push.clock());
       reply.set_version(*version);
-      bytes_pushed_.fetch_add(gradient.byte_size(), std::memory_order_relaxed);
+      bytes_pushed_.fetch_add(wire_bytes, std::memory_order_relaxed);
     }
   }
   *response = SerializeSmallMessage(reply);

@@ -97,7 +97,15 @@ class ParameterService final : public ParameterServiceBase {
   absl::Status Admit(const grpc::CallbackServerContext& context) const;
   // Copies keys of `table` into an encoded PullResponse.
   absl::Status CopyPull(Table& table, KeyRange keys,
+                        shardps::ValueEncoding encoding,
                         grpc::ByteBuffer* response);
+  // Decodes a pushed gradient of `bulk_bytes` in `bulk` into *decoded (4
+  // bytes per key); INVALID_ARGUMENT for an unknown encoding, bad keys or a
+  // length that does not match them.
+  absl::Status DecodePush(shardps::ValueEncoding encoding, Table& table,
+                          KeyRange keys,
+                          absl::Span<const absl::string_view> bulk,
+                          size_t bulk_bytes, PooledBuffer* decoded);
   // True when fault injection says to lose this call's reply.
   bool DropReply();
   // Finishes a call with `status`, counting rejections.
@@ -112,6 +120,7 @@ class ParameterService final : public ParameterServiceBase {
   absl::BitGen drop_random_ ABSL_GUARDED_BY(drop_mu_);
   const Checkpointer* checkpointer_ = nullptr;
   BufferPool pull_buffers_;
+  BufferPool scratch_buffers_;  // decoding and encoding 16-bit values
   std::atomic<uint64_t> pull_requests_{0};
   std::atomic<uint64_t> push_requests_{0};
   std::atomic<uint64_t> bytes_pulled_{0};

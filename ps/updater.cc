@@ -105,13 +105,11 @@ class AdamUpdater final : public StatefulUpdater {
     if (n == 0) return;
     // Pushes cover whole ranges, so the keys of a run almost always share
     // their t: then the corrections are computed once, not once per key.
-    float lo = t[0], hi = t[0];
-    for (size_t i = 0; i < n; ++i) {
-      lo = std::min(lo, t[i]);
-      hi = std::max(hi, t[i]);
-    }
-    if (lo == hi) {
-      const float step = lo + 1;
+    const float t0 = t[0];
+    int differ = 0;  // an OR-reduction, which vectorises
+    for (size_t i = 0; i < n; ++i) differ |= t[i] != t0;
+    if (differ == 0) {
+      const float step = t0 + 1;
       const float c1 = Correction(beta1_, step), c2 = Correction(beta2_, step);
       Update(w, m, v, t, g, 0, n, step, c1, c2);
     } else {

@@ -61,6 +61,9 @@ ABSL_FLAG(std::string, optimizer, "",
 ABSL_FLAG(std::string, consistency, "",
           "Given to every worker as --consistency (async, sync, ssp:K); "
           "empty: the worker's default.");
+ABSL_FLAG(std::string, compression, "",
+          "Given to every worker as --compression (none, fp16, bf16, "
+          "onebit); empty: the worker's default.");
 ABSL_FLAG(std::string, auth_token_file, "",
           "The job's token for servers and workers; empty: a fresh random "
           "one in RUN_DIR/job.token (mode 0600).");
@@ -144,7 +147,8 @@ int main(int argc, char** argv) {
   for (const auto& [flag, value] :
        {std::pair<std::string, std::string>{"optimizer",
                                             absl::GetFlag(FLAGS_optimizer)},
-        {"consistency", absl::GetFlag(FLAGS_consistency)}}) {
+        {"consistency", absl::GetFlag(FLAGS_consistency)},
+        {"compression", absl::GetFlag(FLAGS_compression)}}) {
     if (!value.empty())
       o.worker_args.push_back(absl::StrCat("--", flag, "=", value));
   }

@@ -234,6 +234,7 @@ absl::StatusOr<shardps::WorkerSummary> Train(ps::Client& client,
   summary.set_partition_records((*batches)->partition_size());
   summary.set_optimizer(options.optimizer.ShortDebugString());
   summary.set_consistency(options.consistency.ShortDebugString());
+  summary.set_compression(options.compression);
   summary.set_test_accuracy(-1);
   summary.set_init_data_seconds(Seconds(table_start - data_start));
   summary.set_init_table_seconds(Seconds(table_done - table_start));

@@ -31,6 +31,8 @@ struct TrainerOptions {
   // async by default. Under sync and ssp every rank does the same number of
   // steps per epoch (that of the smallest partition), each step its clock.
   shardps::ConsistencyConfig consistency;
+  // The client's --compression, recorded in the summary.
+  std::string compression = "none";
   int epochs = 1;
   uint64_t seed = 1;
   int reader_threads = 4;

@@ -76,4 +76,16 @@ absl::StatusOr<shardps::ConsistencyConfig> MakeConsistencyConfig(
   return c;
 }
 
+absl::StatusOr<WireEncodings> MakeWireEncodings(
+    const std::string& compression) {
+  if (compression == "none") return WireEncodings{};
+  if (compression == "fp16") return WireEncodings{shardps::FP16, shardps::FP16};
+  if (compression == "bf16") return WireEncodings{shardps::BF16, shardps::BF16};
+  if (compression == "onebit") {
+    return WireEncodings{shardps::FLOAT32, shardps::ONEBIT};
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--compression=", compression, ": expected none, fp16, bf16 or onebit"));
+}
+
 }  // namespace worker

@@ -1,7 +1,8 @@
 // Turns the worker's training flags into the table configuration that the
 // servers apply: the optimizer (--optimizer and its hyper-parameters) and
 // the consistency mode (--consistency, --straggler_timeout_s,
-// --straggler_policy). Errors name the flag.
+// --straggler_policy); and the client's wire encodings (--compression).
+// Errors name the flag.
 #ifndef SHARDPS_WORKER_TRAINING_CONFIG_H_
 #define SHARDPS_WORKER_TRAINING_CONFIG_H_
 
@@ -38,6 +39,15 @@ absl::StatusOr<shardps::OptimizerConfig> MakeOptimizerConfig(
 absl::StatusOr<shardps::ConsistencyConfig> MakeConsistencyConfig(
     const std::string& consistency, int world, double straggler_timeout_s,
     const std::string& straggler_policy);
+
+// How pulls and pushes encode values for --compression: none (float32
+// both ways), fp16 or bf16 (both ways), onebit (1-bit SGD pushes with error
+// feedback, float32 pulls). INVALID_ARGUMENT names the flag.
+struct WireEncodings {
+  shardps::ValueEncoding pull = shardps::FLOAT32;
+  shardps::ValueEncoding push = shardps::FLOAT32;
+};
+absl::StatusOr<WireEncodings> MakeWireEncodings(const std::string& compression);
 
 }  // namespace worker
 

@@ -66,6 +66,11 @@ ABSL_FLAG(std::string, straggler_policy, "fail",
           "sync, ssp: fail (the job stops with a message naming the "
           "stragglers) or drop (the servers leave them out of the barrier, "
           "logged).");
+ABSL_FLAG(std::string, compression, "none",
+          "Values on the wire: none (float32), fp16 or bf16 (pulls and "
+          "pushes, 2 bytes a value; fp16 saturates at +-65504), onebit "
+          "(1-bit SGD pushes with error feedback, about 1.25 bits a value; "
+          "float32 pulls).");
 ABSL_FLAG(double, initial_accumulator, 0.1,
           "adagrad: the starting sum of squared gradients.");
 ABSL_FLAG(int, epochs, 1, "Epochs over this worker's partition.");
@@ -157,6 +162,9 @@ int main(int argc, char** argv) {
                                     absl::GetFlag(FLAGS_straggler_timeout_s),
                                     absl::GetFlag(FLAGS_straggler_policy));
   if (!consistency.ok()) return Fail(consistency.status());
+  absl::StatusOr<worker::WireEncodings> encodings =
+      worker::MakeWireEncodings(absl::GetFlag(FLAGS_compression));
+  if (!encodings.ok()) return Fail(encodings.status());
   if (absl::GetFlag(FLAGS_resume) && !consistency->mode().empty()) {
     return Fail(absl::InvalidArgumentError(
         "--resume works with --consistency=async only: under a barrier the "
@@ -170,6 +178,8 @@ int main(int argc, char** argv) {
   co.chunk_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_chunk_kb)) << 10;
   co.rpc_timeout = absl::Seconds(absl::GetFlag(FLAGS_rpc_timeout_s));
   co.retry_give_up = absl::Seconds(absl::GetFlag(FLAGS_retry_give_up_s));
+  co.pull_encoding = encodings->pull;
+  co.push_encoding = encodings->push;
   co.tls = {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
             absl::GetFlag(FLAGS_tls_ca)};
   absl::StatusOr<std::string> token =
@@ -193,6 +203,7 @@ int main(int argc, char** argv) {
   to.batch = absl::GetFlag(FLAGS_batch);
   to.optimizer = *optimizer_config;
   to.consistency = *consistency;
+  to.compression = absl::GetFlag(FLAGS_compression);
   to.epochs = absl::GetFlag(FLAGS_epochs);
   to.seed = absl::GetFlag(FLAGS_seed);
   to.reader_threads = absl::GetFlag(FLAGS_reader_threads);
