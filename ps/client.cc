@@ -5,6 +5,7 @@
 #include <grpcpp/support/channel_arguments.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <thread>
 #include <utility>
@@ -293,6 +294,7 @@ class Client::BulkOp : public std::enable_shared_from_this<BulkOp> {
     header.set_session(tag_.session);
     header.set_sequence(tag_.sequence);
     header.set_acked_below(tag_.acked_below);
+    if (tag_.lr_scale != 1.0f) header.set_learning_rate_scale(tag_.lr_scale);
     const shardps::ValueEncoding encoding = client_.options_.push_encoding;
     header.set_encoding(encoding);
     const size_t n = chunk.keys.size();
@@ -780,13 +782,17 @@ absl::Status Client::Retrying(absl::string_view what,
 }
 
 absl::Status Client::Push(absl::string_view table, uint64_t begin, uint64_t end,
-                          const float* grad, uint64_t clock) {
+                          const float* grad, uint64_t clock, float lr_scale) {
   if (begin < end && !GradientIsFinite(grad, end - begin)) {
     return absl::InvalidArgumentError(
         absl::StrCat("gradient for '", table, "' keys [", begin, ", ", end,
                      ") contains NaN or Inf; nothing was sent"));
   }
-  PushTag tag{session_, 0, 0};
+  if (!std::isfinite(lr_scale) || lr_scale < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "learning rate scale must be finite and >= 0, got ", lr_scale));
+  }
+  PushTag tag{session_, 0, 0, lr_scale};
   {
     absl::MutexLock lock(&push_mu_);
     tag.sequence = next_sequence_++;

@@ -117,8 +117,11 @@ class Client {
   // after a lost reply, also to a server restored from a checkpoint) is
   // acknowledged by the server without being applied twice
   // (ps/push_ledger.h).
+  // `lr_scale` multiplies the table's learning rate for this push (a
+  // worker-side schedule).
   absl::Status Push(absl::string_view table, uint64_t begin, uint64_t end,
-                    const float* grad, uint64_t clock = 0);
+                    const float* grad, uint64_t clock = 0,
+                    float lr_scale = 1.0f);
 
   // Bytes of the Push requests sent and Pull responses received so far,
   // whole messages as on the wire (retries included).
@@ -157,11 +160,13 @@ class Client {
   absl::StatusOr<TableInfo*> FindTable(absl::string_view table, uint64_t begin,
                                        uint64_t end);
 
-  // What makes a push's pieces unique on the servers (PushRequest fields).
+  // What makes a push's pieces unique on the servers, and its learning
+  // rate scale (PushRequest fields).
   struct PushTag {
     uint64_t session = 0;
     uint64_t sequence = 0;
     uint64_t acked_below = 0;
+    float lr_scale = 1.0f;
   };
   absl::Status RunBulk(bool is_push, absl::string_view table, uint64_t begin,
                        uint64_t end, float* out, const float* grad,

@@ -197,19 +197,22 @@ absl::Status Consistency::CheckPushLocked(uint32_t worker, uint64_t clock,
 }
 
 absl::StatusOr<uint64_t> Consistency::Push(uint32_t worker, uint64_t clock,
-                                           KeyRange keys,
-                                           FloatPieces& gradient) {
-  if (mode_ == Mode::kAsync) return store_->ApplyChecked(keys, gradient);
+                                           KeyRange keys, FloatPieces& gradient,
+                                           float lr_scale) {
+  if (mode_ == Mode::kAsync) {
+    return store_->ApplyChecked(keys, gradient, lr_scale);
+  }
   {
     absl::MutexLock lock(&mu_);
     if (absl::Status s = CheckPushLocked(worker, clock, keys); !s.ok()) {
       return s;
     }
     workers_[worker].claimed.push_back(keys);
+    sync_lr_scale_ = lr_scale;
   }
   uint64_t version;
   if (mode_ == Mode::kSsp) {
-    version = store_->ApplyChecked(keys, gradient);
+    version = store_->ApplyChecked(keys, gradient, lr_scale);
   } else {
     gradient.Reset();
     absl::MutexLock lock(&sum_mu_);
@@ -256,7 +259,7 @@ void Consistency::AdvanceLocked(std::vector<Release>* out) {
       const absl::string_view bytes(reinterpret_cast<const char*>(sum_.data()),
                                     sum_.size() * sizeof(float));
       FloatPieces average(absl::MakeConstSpan(&bytes, 1));
-      store_->ApplyChecked(store_->range(), average);
+      store_->ApplyChecked(store_->range(), average, sync_lr_scale_);
       std::fill(sum_.begin(), sum_.end(), 0.0f);
       ++applied_;
     }

@@ -72,13 +72,14 @@ class Consistency {
 
   // Takes a push whose keys and values ShardStore::CheckPush accepted:
   // applies it (async, ssp) or adds it to its clock's sum (sync, applying
-  // the average when the clock is complete). Returns the table's version
+  // the average when the clock is complete, at the lr_scale of the clock's
+  // last push). Returns the table's version
   // after it. Nothing changes when it is refused: FAILED_PRECONDITION for a
   // clock out of order, keys pushed twice in a clock, or a dropped worker;
   // INVALID_ARGUMENT for a worker outside the barrier; ABORTED once the job
   // failed.
   absl::StatusOr<uint64_t> Push(uint32_t worker, uint64_t clock, KeyRange keys,
-                                FloatPieces& gradient);
+                                FloatPieces& gradient, float lr_scale = 1.0f);
 
   // Ends every wait, and refuses every later one, with `status` (the
   // server is shutting down).
@@ -140,7 +141,8 @@ class Consistency {
   mutable absl::Mutex mu_;
   absl::CondVar wake_;  // the watchdog's: waiters added, or closed
   std::vector<WorkerProgress> workers_ ABSL_GUARDED_BY(mu_);
-  uint64_t applied_ ABSL_GUARDED_BY(mu_) = 0;         // sync: clocks applied
+  uint64_t applied_ ABSL_GUARDED_BY(mu_) = 0;  // sync: clocks applied
+  float sync_lr_scale_ ABSL_GUARDED_BY(mu_) = 1.0f;
   std::vector<Waiter> waiters_ ABSL_GUARDED_BY(mu_);  // oldest first
   absl::Status failed_ ABSL_GUARDED_BY(mu_);  // ABORTED once the job failed
   bool closed_ ABSL_GUARDED_BY(mu_) = false;

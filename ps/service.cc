@@ -1,5 +1,6 @@
 #include "ps/service.h"
 
+#include <cmath>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -252,6 +253,12 @@ absl::Status ParameterService::HandlePush(const grpc::ByteBuffer& request,
     pieces = absl::MakeConstSpan(&decoded_view, 1);
   }
   FloatPieces gradient(pieces);
+  const float lr_scale =
+      push.has_learning_rate_scale() ? push.learning_rate_scale() : 1.0f;
+  if (!std::isfinite(lr_scale) || lr_scale < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "learning_rate_scale must be finite and >= 0, got ", lr_scale));
+  }
   // Validate first: a rejected push must not even touch the ledger.
   if (absl::Status s = t.store->CheckPush(keys, gradient); !s.ok()) return s;
   const PushId id{push.worker(), push.session(), push.sequence(), keys.begin};
@@ -266,8 +273,8 @@ absl::Status ParameterService::HandlePush(const grpc::ByteBuffer& request,
       reply.set_version(admission->version != 0 ? admission->version
                                                 : t.store->version());
     } else {
-      absl::StatusOr<uint64_t> version =
-          t.consistency.Push(push.worker(), push.clock(), keys, gradient);
+      absl::StatusOr<uint64_t> version = t.consistency.Push(
+          push.worker(), push.clock(), keys, gradient, lr_scale);
       if (!version.ok()) {
         t.ledger.Abort(id);
         return version.status();

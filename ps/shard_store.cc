@@ -72,7 +72,8 @@ absl::Status ShardStore::CheckPush(KeyRange keys, FloatPieces& gradient) const {
   return absl::OkStatus();
 }
 
-uint64_t ShardStore::ApplyChecked(KeyRange keys, FloatPieces& gradient) {
+uint64_t ShardStore::ApplyChecked(KeyRange keys, FloatPieces& gradient,
+                                  float lr_scale) {
   gradient.Reset();
   uint64_t at = keys.begin - range_.begin;
   const uint64_t stop = keys.end - range_.begin;
@@ -81,7 +82,7 @@ uint64_t ShardStore::ApplyChecked(KeyRange keys, FloatPieces& gradient) {
     const uint64_t stripe_end = std::min(stop, (stripe + 1) * kStripeFloats);
     absl::MutexLock lock(&stripes_[stripe]);
     gradient.ForEachRun(stripe_end - at, [&](UnalignedFloats run) {
-      updater_->Apply(at, &values_[at], run);
+      updater_->Apply(at, &values_[at], run, lr_scale);
       at += run.size();
     });
   }

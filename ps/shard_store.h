@@ -57,9 +57,11 @@ class ShardStore {
 
   // Push in two halves, for callers that act between validating a push and
   // applying it: CheckPush returns Push's errors without changing anything;
-  // ApplyChecked applies a push CheckPush accepted and returns the version.
+  // ApplyChecked applies a push CheckPush accepted, at the optimizer's
+  // learning rate times `lr_scale`, and returns the version.
   absl::Status CheckPush(KeyRange keys, FloatPieces& gradient) const;
-  uint64_t ApplyChecked(KeyRange keys, FloatPieces& gradient);
+  uint64_t ApplyChecked(KeyRange keys, FloatPieces& gradient,
+                        float lr_scale = 1.0f);
 
   // Copies the values into arrays[0] and the updater's per-key state arrays
   // into arrays[1...], resizing `arrays` (its buffers are reused).

@@ -40,9 +40,10 @@ class MomentumUpdater final : public StatefulUpdater {
         momentum_(momentum),
         nesterov_(nesterov) {}
 
-  void Apply(uint64_t offset, float* w, UnalignedFloats g) override {
+  void Apply(uint64_t offset, float* w, UnalignedFloats g,
+             float lr_scale) override {
     float* v = array(0, offset);
-    const float lr = lr_, mu = momentum_;
+    const float lr = lr_ * lr_scale, mu = momentum_;
     const size_t n = g.size();
     if (nesterov_) {
       for (size_t i = 0; i < n; ++i) {
@@ -69,9 +70,10 @@ class AdagradUpdater final : public StatefulUpdater {
   AdagradUpdater(float lr, float epsilon, float initial, uint64_t num_keys)
       : StatefulUpdater(1, num_keys, initial), lr_(lr), epsilon_(epsilon) {}
 
-  void Apply(uint64_t offset, float* w, UnalignedFloats g) override {
+  void Apply(uint64_t offset, float* w, UnalignedFloats g,
+             float lr_scale) override {
     float* s = array(0, offset);
-    const float lr = lr_, eps = epsilon_;
+    const float lr = lr_ * lr_scale, eps = epsilon_;
     const size_t n = g.size();
     for (size_t i = 0; i < n; ++i) {
       const float gi = g[i];
@@ -97,7 +99,9 @@ class AdamUpdater final : public StatefulUpdater {
         beta2_(beta2),
         epsilon_(epsilon) {}
 
-  void Apply(uint64_t offset, float* w, UnalignedFloats g) override {
+  void Apply(uint64_t offset, float* w, UnalignedFloats g,
+             float lr_scale) override {
+    const float lr = lr_ * lr_scale;
     float* m = array(0, offset);
     float* v = array(1, offset);
     float* t = array(2, offset);
@@ -111,11 +115,11 @@ class AdamUpdater final : public StatefulUpdater {
     if (differ == 0) {
       const float step = t0 + 1;
       const float c1 = Correction(beta1_, step), c2 = Correction(beta2_, step);
-      Update(w, m, v, t, g, 0, n, step, c1, c2);
+      Update(w, m, v, t, g, 0, n, lr, step, c1, c2);
     } else {
       for (size_t i = 0; i < n; ++i) {
         const float step = t[i] + 1;
-        Update(w, m, v, t, g, i, i + 1, step, Correction(beta1_, step),
+        Update(w, m, v, t, g, i, i + 1, lr, step, Correction(beta1_, step),
                Correction(beta2_, step));
       }
     }
@@ -129,8 +133,9 @@ class AdamUpdater final : public StatefulUpdater {
   }
 
   void Update(float* w, float* m, float* v, float* t, UnalignedFloats g,
-              size_t begin, size_t end, float step, float c1, float c2) const {
-    const float lr = lr_, b1 = beta1_, b2 = beta2_, eps = epsilon_;
+              size_t begin, size_t end, float lr, float step, float c1,
+              float c2) const {
+    const float b1 = beta1_, b2 = beta2_, eps = epsilon_;
     for (size_t i = begin; i < end; ++i) {
       const float gi = g[i];
       m[i] = b1 * m[i] + (1 - b1) * gi;
@@ -177,8 +182,9 @@ bool PositiveFinite(float x) { return std::isfinite(x) && x > 0; }
 
 }  // namespace
 
-void SgdUpdater::Apply(uint64_t offset, float* weights, UnalignedFloats grad) {
-  const float lr = learning_rate_;
+void SgdUpdater::Apply(uint64_t offset, float* weights, UnalignedFloats grad,
+                       float lr_scale) {
+  const float lr = learning_rate_ * lr_scale;
   for (size_t i = 0; i < grad.size(); ++i) weights[i] -= lr * grad[i];
 }
 

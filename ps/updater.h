@@ -28,9 +28,11 @@ class Updater {
   virtual ~Updater() = default;
 
   // Updates weights[0, grad.size()) with `grad`, read in place from the
-  // request. `offset` is the position of weights[0] within the shard, where
-  // the per-key state of those keys lives.
-  virtual void Apply(uint64_t offset, float* weights, UnalignedFloats grad) = 0;
+  // request, at learning rate lr * lr_scale (a worker's schedule; 1
+  // normally). `offset` is the position of weights[0] within the shard,
+  // where the per-key state of those keys lives.
+  virtual void Apply(uint64_t offset, float* weights, UnalignedFloats grad,
+                     float lr_scale) = 0;
 
   // The per-key state arrays (e.g. momentum), each with one float per key
   // of the shard. Plain SGD has none.
@@ -41,7 +43,8 @@ class Updater {
 class SgdUpdater final : public Updater {
  public:
   explicit SgdUpdater(float learning_rate) : learning_rate_(learning_rate) {}
-  void Apply(uint64_t offset, float* weights, UnalignedFloats grad) override;
+  void Apply(uint64_t offset, float* weights, UnalignedFloats grad,
+             float lr_scale) override;
 
  private:
   const float learning_rate_;

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -311,8 +312,13 @@ absl::StatusOr<shardps::WorkerSummary> Train(ps::Client& client,
                              grad.data(), &ws);
       }
       const absl::Time t3 = absl::Now();
-      if (absl::Status s =
-              client.Push(options.table, 0, p, grad.data(), summary.steps());
+      const float lr_scale =
+          options.lr_schedule == "cosine"
+              ? static_cast<float>(
+                    0.5 * (1 + std::cos(M_PI * summary.steps() / total_steps)))
+              : 1.0f;
+      if (absl::Status s = client.Push(options.table, 0, p, grad.data(),
+                                       summary.steps(), lr_scale);
           !s.ok()) {
         return s;
       }

@@ -28,6 +28,9 @@ struct TrainerOptions {
   int batch = 128;
   // The servers' optimizer for the table (worker/training_config.h).
   shardps::OptimizerConfig optimizer = DefaultOptimizer();
+  // constant, or cosine: step s of S pushes with its learning rate scaled
+  // by (1 + cos(pi s / S)) / 2, decaying from 1 towards 0.
+  std::string lr_schedule = "constant";
   // async by default. Under sync and ssp every rank does the same number of
   // steps per epoch (that of the smallest partition), each step its clock.
   shardps::ConsistencyConfig consistency;

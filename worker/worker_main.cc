@@ -49,6 +49,9 @@ ABSL_FLAG(double, lr, 0,
           "Learning rate (applied by the servers); 0: the optimizer's "
           "default (sgd 0.1, momentum and nesterov 0.01, adagrad 0.05, adam "
           "0.001).");
+ABSL_FLAG(std::string, lr_schedule, "constant",
+          "constant, or cosine: the learning rate of step s of S is scaled "
+          "by (1 + cos(pi s / S)) / 2 (sent with each push).");
 ABSL_FLAG(double, momentum, 0.9, "momentum, nesterov: the momentum factor.");
 ABSL_FLAG(double, beta1, 0.9, "adam: decay of the gradient's mean.");
 ABSL_FLAG(double, beta2, 0.999, "adam: decay of the gradient's variance.");
@@ -165,6 +168,11 @@ int main(int argc, char** argv) {
   absl::StatusOr<worker::WireEncodings> encodings =
       worker::MakeWireEncodings(absl::GetFlag(FLAGS_compression));
   if (!encodings.ok()) return Fail(encodings.status());
+  const std::string lr_schedule = absl::GetFlag(FLAGS_lr_schedule);
+  if (lr_schedule != "constant" && lr_schedule != "cosine") {
+    return Fail(absl::InvalidArgumentError(absl::StrCat(
+        "--lr_schedule=", lr_schedule, ": expected constant or cosine")));
+  }
   if (absl::GetFlag(FLAGS_resume) && !consistency->mode().empty()) {
     return Fail(absl::InvalidArgumentError(
         "--resume works with --consistency=async only: under a barrier the "
@@ -203,6 +211,7 @@ int main(int argc, char** argv) {
   to.batch = absl::GetFlag(FLAGS_batch);
   to.optimizer = *optimizer_config;
   to.consistency = *consistency;
+  to.lr_schedule = lr_schedule;
   to.compression = absl::GetFlag(FLAGS_compression);
   to.epochs = absl::GetFlag(FLAGS_epochs);
   to.seed = absl::GetFlag(FLAGS_seed);

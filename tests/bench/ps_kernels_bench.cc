@@ -44,7 +44,8 @@ void BM_SgdApply(benchmark::State& state) {
   std::vector<float> weights(n, 1.0f);
   SgdUpdater sgd(1e-6f);
   for (auto _ : state) {
-    sgd.Apply(0, weights.data(), UnalignedFloats(payload.bytes().data(), n));
+    sgd.Apply(0, weights.data(), UnalignedFloats(payload.bytes().data(), n),
+              1.0f);
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(state.iterations() * n * sizeof(float));

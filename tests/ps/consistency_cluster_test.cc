@@ -115,7 +115,7 @@ TEST_F(ConsistencyClusterTest, SyncWorkersReproduceSingleProcessSgd) {
       mlp.TrainStep(reference[t].data(), xs.data(), ys.data(),
                     kWorkers * kBatch, grad.data(), &ws);
       reference[t + 1] = reference[t];
-      momentum->Apply(0, reference[t + 1].data(), {grad.data(), p});
+      momentum->Apply(0, reference[t + 1].data(), {grad.data(), p}, 1.0f);
     }
   }
   auto expect_close = [&](const std::vector<float>& got, int step, int worker) {

@@ -103,6 +103,21 @@ TEST(ConsistencyTest, SyncAppliesTheAverageOnceEveryWorkerPushedTheClock) {
   EXPECT_EQ(shard.consistency.clock(), 1u);
 }
 
+TEST(ConsistencyTest, SyncAppliesTheClocksLearningRateScale) {
+  Shard shard(Config("sync", 2));
+  auto push = [&](uint32_t worker, float value, float lr_scale) {
+    std::vector<float> grad(10, value);
+    const absl::string_view bytes(reinterpret_cast<const char*>(grad.data()),
+                                  grad.size() * sizeof(float));
+    FloatPieces pieces(absl::MakeConstSpan(&bytes, 1));
+    return shard.consistency.Push(worker, 0, shard.store.range(), pieces,
+                                  lr_scale);
+  };
+  ASSERT_TRUE(push(0, 2.0f, 0.5f).ok());
+  ASSERT_TRUE(push(1, 6.0f, 0.5f).ok());
+  EXPECT_EQ(shard.Value(105), -2.0f);  // lr 1 * 0.5 * mean 4
+}
+
 TEST(ConsistencyTest, SyncRefusesPushesOutOfOrderOrTwiceAndChangesNothing) {
   Shard shard(Config("sync", 2));
   ASSERT_TRUE(shard.Push(0, 0, {100, 105}, 1.0f).ok());

@@ -294,6 +294,21 @@ TEST_F(ServiceTest, CompressedPullsAndPushesRoundTrip) {
   }
 }
 
+TEST_F(ServiceTest, APushScalesTheLearningRate) {
+  std::unique_ptr<Client> client = Connect();
+  const uint64_t p = 1000;
+  ASSERT_TRUE(client->CreateTable(Table("w", p, 0.5f, 0.0f)).ok());
+  std::vector<float> grad(p, 1.0f), out(p);
+  ASSERT_TRUE(client->Push("w", 0, p, grad.data(), 0, 0.25f).ok());
+  ASSERT_TRUE(client->Pull("w", 0, p, out.data()).ok());
+  for (uint64_t k = 0; k < p; ++k) ASSERT_EQ(out[k], -0.125f) << k;
+  ASSERT_TRUE(client->Push("w", 0, p, grad.data(), 0, 0.0f).ok());
+  ASSERT_TRUE(client->Pull("w", 0, p, out.data()).ok());
+  EXPECT_EQ(out[0], -0.125f) << "a zero scale changes nothing";
+  EXPECT_TRUE(
+      absl::IsInvalidArgument(client->Push("w", 0, p, grad.data(), 0, -1.0f)));
+}
+
 TEST_F(ServiceTest, OneBitPushesFeedTheirErrorBack) {
   // Each push is quantized to two values per block of 256; the error is
   // kept and added to the next push, so over many pushes the servers'

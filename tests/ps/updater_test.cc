@@ -46,7 +46,7 @@ std::vector<float> OneKeyTrajectory(const shardps::OptimizerConfig& c,
   float w = 1;
   std::vector<float> out;
   for (float g : grads) {
-    (*u)->Apply(0, &w, UnalignedFloats(&g, 1));
+    (*u)->Apply(0, &w, UnalignedFloats(&g, 1), 1.0f);
     out.push_back(w);
   }
   return out;
@@ -106,8 +106,8 @@ struct Reference {
         b(w0.size()),
         t(w0.size()) {}
 
-  void Apply(size_t begin, const std::vector<float>& g) {
-    const double lr = c.learning_rate();
+  void Apply(size_t begin, const std::vector<float>& g, float lr_scale) {
+    const double lr = c.learning_rate() * lr_scale;
     for (size_t j = 0; j < g.size(); ++j) {
       const size_t k = begin + j;
       const double gk = g[j];
@@ -147,8 +147,11 @@ void CheckAgainstReference(const shardps::OptimizerConfig& c) {
     for (size_t j = 0; j < g.size(); ++j) {
       g[j] = std::cos(0.11 * (begin + j) + step) * (1 + step % 4);
     }
-    (*u)->Apply(begin, &w[begin], UnalignedFloats(g.data(), g.size()));
-    ref.Apply(begin, g);
+    // A decaying schedule scales the learning rate of each step.
+    const float lr_scale = 1.0f / (1 + 0.1f * step);
+    (*u)->Apply(begin, &w[begin], UnalignedFloats(g.data(), g.size()),
+                lr_scale);
+    ref.Apply(begin, g, lr_scale);
   }
   for (size_t k = 0; k < n; ++k) {
     ASSERT_NEAR(w[k], ref.w[k], 1e-4 * (1 + std::fabs(ref.w[k])))
@@ -177,15 +180,15 @@ TEST(UpdaterTest, StateArraysCarryTheOptimizerAcrossUpdaters) {
     EXPECT_EQ(a->state().size(), static_cast<size_t>(OptimizerStateArrays(c)));
     std::vector<float> wa(n, 1.0f), g(n);
     for (size_t k = 0; k < n; ++k) g[k] = 0.01f * k - 0.3f;
-    for (int i = 0; i < 3; ++i) a->Apply(0, wa.data(), {g.data(), n});
+    for (int i = 0; i < 3; ++i) a->Apply(0, wa.data(), {g.data(), n}, 1.0f);
     std::vector<absl::Span<float>> from = a->state(), to = b->state();
     ASSERT_EQ(from.size(), to.size());
     for (size_t s = 0; s < from.size(); ++s) {
       std::copy(from[s].begin(), from[s].end(), to[s].begin());
     }
     std::vector<float> wb = wa;
-    a->Apply(0, wa.data(), {g.data(), n});
-    b->Apply(0, wb.data(), {g.data(), n});
+    a->Apply(0, wa.data(), {g.data(), n}, 0.5f);
+    b->Apply(0, wb.data(), {g.data(), n}, 0.5f);
     EXPECT_EQ(wa, wb);
   }
 }
