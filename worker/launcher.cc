@@ -219,9 +219,11 @@ class Run {
       if (!o_.auth_token_file.empty()) {
         argv.push_back("--auth_token_file=" + o_.auth_token_file);
       }
+      // On the worker's host: its namespace (emulated) or over ssh.
       absl::StatusOr<std::unique_ptr<ps::ChildProcess>> w =
           ps::ChildProcess::Start(
-              absl::StrCat("worker-", r), argv,
+              absl::StrCat("worker-", r),
+              RemoteCommand(o_.worker_hosts[r], argv),
               absl::StrCat(o_.run_dir, "/worker-", r, ".log"));
       if (!w.ok()) return w.status();
       workers_.push_back(*std::move(w));

@@ -124,8 +124,13 @@ TEST_F(SshLaunchTest, TrainsOnTheHostfileHosts) {
     EXPECT_NE(log.find("stopped"), std::string::npos) << log;
     EXPECT_EQ(sum.processes(i).status(), "ok") << sum.processes(i).status();
   }
-  EXPECT_NE(testutil::ReadFile(run + "/worker-1.log").find("done"),
-            std::string::npos);
+  // Workers too ran through ssh on their hosts.
+  for (int r = 0; r < 2; ++r) {
+    const std::string log =
+        testutil::ReadFile(absl::StrCat(run, "/worker-", r, ".log"));
+    EXPECT_NE(log.find("shardps-pid "), std::string::npos) << log;
+    EXPECT_NE(log.find("done"), std::string::npos) << log;
+  }
   ExpectNothingLeft();
 }
 

@@ -124,6 +124,20 @@ TEST_F(EmulatedClusterTest, TeardownLeavesNothingAfterSuccessFailureAndCtrlC) {
   EXPECT_EQ(ok.processes(0).host().rfind("10.213.1.1:", 0), 0u)
       << ok.processes(0).host();
   EXPECT_EQ(ok.processes(3).host(), "10.213.2.2");
+  // ... and their traffic crossed their hosts' capped links: each worker
+  // host's eth0 sent at least the pushes that worker made.
+  ASSERT_EQ(ok.per_worker_size(), 2);
+  int worker_links = 0;
+  for (const shardps::LinkStats& link : ok.link_stats()) {
+    if (link.host().rfind("w", 0) != 0 || link.device() != "eth0") continue;
+    const int rank = std::stoi(link.host().substr(1));
+    ASSERT_LT(rank, 2) << link.host();
+    EXPECT_GE(link.sent_bytes(), ok.per_worker(rank).push_bytes())
+        << link.host();
+    EXPECT_GT(ok.per_worker(rank).push_bytes(), 0) << link.host();
+    ++worker_links;
+  }
+  EXPECT_EQ(worker_links, 2);
   const shardps::RunSummary failed =
       Run("failed", 1, 2, "parallel", {"--model=mlp:5-3"}, Outcome::kFails);
   EXPECT_FALSE(failed.ok());
