@@ -262,12 +262,12 @@ int main(int argc, char** argv) {
   absl::FPrintF(
       stderr,
       "shardps-launch: %s: servers %d workers %d loader %s | init %.2f s | "
-      "train %.2f s | %.0f samples/s | epoch %.2f s | test accuracy %.4f | "
-      "%.0f KiB/step | CPU %.0f%% | %s/summary.json\n",
+      "train %.2f s | %.0f samples/s | epoch %.2f s | test accuracy %.4f "
+      "(final model) | %.0f KiB/step | CPU %.0f%% | %s/summary.json\n",
       summary->ok() ? "done" : "FAILED", summary->servers(), summary->workers(),
       summary->loader(), summary->init_seconds(), summary->train_seconds(),
       summary->samples_per_second(), summary->epoch_seconds(),
-      summary->test_accuracy(), summary->bytes_per_step() / 1024,
+      summary->final_test_accuracy(), summary->bytes_per_step() / 1024,
       100 * summary->cpu_utilisation(), o.run_dir);
   if (!summary->ok()) return Fail(absl::InternalError(summary->error()));
   return 0;

@@ -142,6 +142,10 @@ class Run {
             .IgnoreError();
       }
     }
+    if (evaluator_ != nullptr && evaluator_->running()) {
+      StopProcess(*evaluator_, o_.worker_hosts[0], absl::Seconds(5))
+          .IgnoreError();
+    }
     for (size_t i = 0; i < servers_.size(); ++i) {
       absl::Status stopped = StopProcess(servers_[i].process(),
                                          o_.server_hosts[i], absl::Seconds(10));
@@ -206,29 +210,68 @@ class Run {
     Progress("servers healthy");
 
     for (int r = 0; r < o_.workers; ++r) {
-      std::vector<std::string> argv = {o_.worker_binary};
-      argv.insert(argv.end(), o_.worker_args.begin(), o_.worker_args.end());
-      argv.insert(
-          argv.end(),
-          {absl::StrCat("--server_addrs=", absl::StrJoin(addrs, ",")),
-           absl::StrCat("--rank=", r), absl::StrCat("--world=", o_.workers),
-           absl::StrCat("--loader=", o_.loader),
-           absl::StrCat("--run_dir=", o_.run_dir),
-           absl::StrCat("--job=", o_.job)});
-      if (!o_.data.empty()) argv.push_back(absl::StrCat("--data=", o_.data));
-      if (!o_.auth_token_file.empty()) {
-        argv.push_back("--auth_token_file=" + o_.auth_token_file);
-      }
       // On the worker's host: its namespace (emulated) or over ssh.
       absl::StatusOr<std::unique_ptr<ps::ChildProcess>> w =
           ps::ChildProcess::Start(
               absl::StrCat("worker-", r),
-              RemoteCommand(o_.worker_hosts[r], argv),
+              RemoteCommand(o_.worker_hosts[r], WorkerArgv(r, addrs)),
               absl::StrCat(o_.run_dir, "/worker-", r, ".log"));
       if (!w.ok()) return w.status();
       workers_.push_back(*std::move(w));
     }
-    return Monitor();
+    if (absl::Status s = Monitor(); !s.ok()) return s;
+    return EvaluateFinalModel(addrs);
+  }
+
+  std::vector<std::string> WorkerArgv(int rank,
+                                      const std::vector<std::string>& addrs) {
+    std::vector<std::string> argv = {o_.worker_binary};
+    argv.insert(argv.end(), o_.worker_args.begin(), o_.worker_args.end());
+    argv.insert(
+        argv.end(),
+        {absl::StrCat("--server_addrs=", absl::StrJoin(addrs, ",")),
+         absl::StrCat("--rank=", rank), absl::StrCat("--world=", o_.workers),
+         absl::StrCat("--loader=", o_.loader),
+         absl::StrCat("--run_dir=", o_.run_dir),
+         absl::StrCat("--job=", o_.job)});
+    if (!o_.data.empty()) argv.push_back(absl::StrCat("--data=", o_.data));
+    if (!o_.auth_token_file.empty()) {
+      argv.push_back("--auth_token_file=" + o_.auth_token_file);
+    }
+    return argv;
+  }
+
+  // Rank 0's own accuracy is of the model when rank 0 finished; under async
+  // others may push after that. This evaluates what the servers hold at the
+  // end, from rank 0's host. A failed evaluation is reported, not fatal:
+  // the training itself succeeded.
+  absl::Status EvaluateFinalModel(const std::vector<std::string>& addrs) {
+    summary_.set_final_test_accuracy(-1);
+    std::vector<std::string> argv = WorkerArgv(0, addrs);
+    argv.push_back("--evaluate_only");
+    const std::string log = o_.run_dir + "/evaluate.log";
+    absl::StatusOr<std::unique_ptr<ps::ChildProcess>> p =
+        ps::ChildProcess::Start("evaluate",
+                                RemoteCommand(o_.worker_hosts[0], argv), log);
+    if (!p.ok()) return p.status();
+    evaluator_ = *std::move(p);
+    Progress("training done; evaluating the final model");
+    std::optional<absl::Status> ended;
+    while (!(ended = evaluator_->Poll()).has_value()) {
+      if (wait_for_stop_(absl::Milliseconds(200))) {
+        return absl::CancelledError("stopped by a signal; all processes ended");
+      }
+    }
+    shardps::WorkerSummary evaluation;
+    if (ended->ok() &&
+        ReadJsonFile(o_.run_dir + "/evaluation.json", &evaluation).ok()) {
+      summary_.set_final_test_accuracy(evaluation.test_accuracy());
+    } else {
+      std::fprintf(stderr,
+                   "shardps-launch: the final evaluation failed (%s); see %s\n",
+                   std::string(ended->message()).c_str(), log.c_str());
+    }
+    return absl::OkStatus();
   }
 
   absl::Status WaitHealthy(const std::vector<std::string>& addrs) {
@@ -334,6 +377,7 @@ class Run {
     for (size_t r = 0; r < workers_.size(); ++r) {
       record(*workers_[r], o_.worker_hosts[r].address);
     }
+    if (evaluator_ != nullptr) record(*evaluator_, o_.worker_hosts[0].address);
     summary_.set_cpu_seconds(cpu);
 
     uint64_t samples = 0, records = 0;
@@ -393,6 +437,7 @@ class Run {
     }
   };
   std::vector<ServerRun> servers_;
+  std::unique_ptr<ps::ChildProcess> evaluator_;  // the final evaluation
   std::vector<std::unique_ptr<ps::ChildProcess>> workers_;
   shardps::RunSummary summary_;
 };

@@ -74,8 +74,11 @@ TEST_F(LauncherTest, LocalRunWritesACompleteSummary) {
   EXPECT_GT(sum.samples_per_second(), 0);
   EXPECT_NEAR(sum.epoch_seconds(), 2700 / sum.samples_per_second(), 1e-6);
   EXPECT_GT(sum.test_accuracy(), 1.0 / 3);
+  // The final model, evaluated once every worker finished.
+  EXPECT_GT(sum.final_test_accuracy(), 1.0 / 3);
   EXPECT_GT(sum.cpu_seconds(), 0);
-  ASSERT_EQ(sum.processes_size(), 5);
+  ASSERT_EQ(sum.processes_size(), 6);  // 2 servers, 3 workers, the evaluation
+  EXPECT_EQ(sum.processes(5).name(), "evaluate");
   for (const shardps::ProcessRecord& p : sum.processes()) {
     EXPECT_EQ(p.status(), "ok") << p.name();
     EXPECT_FALSE(testutil::ReadFile(p.log()).empty()) << p.log();
