@@ -17,8 +17,11 @@ FIELDS = [
     "samples_per_second", "epoch_seconds", "step_seconds", "pull_ms",
     "push_ms", "compute_ms", "read_ms", "cpu_utilisation",
     "emulated_compute_ms", "batch", "param_bytes", "dataset_bytes",
-    "server_link", "worker_link", "storage_link", "run_dir",
+    "server_link", "worker_link", "storage_link", "optimizer", "consistency",
+    "compression", "bytes_per_step", "pull_bytes_per_step",
+    "push_bytes_per_step", "final_test_accuracy", "run_dir",
 ]
+TEXT_FIELDS = ("loader", "run_dir", "optimizer", "consistency", "compression")
 
 
 def binary(name):
@@ -97,6 +100,14 @@ def run_point(run_dir, servers, workers, loader, data, links, worker_args,
         "server_link": links.get("server", ""),
         "worker_link": links.get("worker", ""),
         "storage_link": links.get("storage", ""),
+        "optimizer": s.get("optimizer", ""),
+        "consistency": s.get("consistency", "") or "async",
+        "compression": s.get("compression", ""),
+        # Pull responses and push requests, bytes per step (wire messages).
+        "bytes_per_step": s.get("bytes_per_step", 0),
+        "pull_bytes_per_step": sum(x.get("pull_bytes", 0) for x in w) / steps,
+        "push_bytes_per_step": sum(x.get("push_bytes", 0) for x in w) / steps,
+        "final_test_accuracy": s.get("final_test_accuracy", -1),
         "run_dir": run_dir,
     }
 
@@ -113,7 +124,8 @@ def read_rows(path):
         rows = list(csv.DictReader(f))
     for r in rows:
         for k in FIELDS:
-            if k in ("loader", "run_dir") or k.endswith("_link"):
+            # Results written before a column existed lack it.
+            if k in TEXT_FIELDS or k.endswith("_link") or k not in r:
                 continue
             r[k] = float(r[k]) if "." in r[k] or "e" in r[k] else int(r[k])
     return rows

@@ -27,6 +27,7 @@
 #include "ps/security.h"
 #include "ps/server_addrs.h"
 #include "ps/server_process.h"
+#include "ps/value_codec.h"
 
 ABSL_FLAG(int, spawn_servers, 0,
           "Start this many shardps-server processes on loopback and bench "
@@ -50,6 +51,9 @@ ABSL_FLAG(std::string, job, "bench", "Job id (spawned servers get it too).");
 ABSL_FLAG(int, chunk_kb, 1024, "Client chunk size in KiB.");
 ABSL_FLAG(int, channels_per_server, 2, "TCP connections per server.");
 ABSL_FLAG(int, inflight, 4, "Chunk calls in flight per server.");
+ABSL_FLAG(std::string, compression, "none",
+          "Values on the wire: none, fp16, bf16 (pulls and pushes) or onebit "
+          "(pushes; pulls float32).");
 ABSL_FLAG(std::string, mode, "ps",
           "What to measure: 'ps' (push/pull throughput of servers), "
           "'model' (training steps of --model on one thread, no network) or "
@@ -300,9 +304,17 @@ int main(int argc, char** argv) {
   absl::StatusOr<std::string> token =
       ps::ReadTokenFile(absl::GetFlag(FLAGS_auth_token_file));
   if (!token.ok()) return Fail(token.status());
+  absl::StatusOr<ps::WireEncodings> encodings =
+      ps::EncodingsFor(absl::GetFlag(FLAGS_compression));
+  if (!encodings.ok()) {
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("--compression: ", encodings.status().message())));
+  }
   std::vector<std::unique_ptr<ps::Client>> clients;
   for (int w = 0; w < workers; ++w) {
     ps::ClientOptions o;
+    o.pull_encoding = encodings->pull;
+    o.push_encoding = encodings->push;
     o.auth_token = *token;
     o.tls = {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
              absl::GetFlag(FLAGS_tls_ca)};
@@ -334,28 +346,42 @@ int main(int argc, char** argv) {
       return Fail(r.status());
     }
   }
+  // Bytes on the wire (whole messages) per second of each phase.
+  auto wire_bytes = [&](bool push) {
+    uint64_t n = 0;
+    for (const auto& c : clients) n += push ? c->push_bytes() : c->pull_bytes();
+    return n;
+  };
+  uint64_t before = wire_bytes(true);
   absl::StatusOr<PhaseResult> push =
       RunPhase(clients, params, absl::Seconds(seconds), /*push=*/true);
   if (!push.ok()) return Fail(push.status());
+  const double push_wire_mbps = (wire_bytes(true) - before) / seconds / 1e6;
+  before = wire_bytes(false);
   absl::StatusOr<PhaseResult> pull =
       RunPhase(clients, params, absl::Seconds(seconds), /*push=*/false);
   if (!pull.ok()) return Fail(pull.status());
+  const double pull_wire_mbps = (wire_bytes(false) - before) / seconds / 1e6;
 
   const int num_servers = static_cast<int>(addrs.size());
   if (absl::GetFlag(FLAGS_json)) {
     absl::PrintF(
-        "{\"servers\":%d,\"workers\":%d,\"params\":%d,\"push_MBps\":%.1f,"
-        "\"pull_MBps\":%.1f,\"push_p50_ms\":%.3f,\"push_p99_ms\":%.3f,"
+        "{\"servers\":%d,\"workers\":%d,\"params\":%d,\"compression\":\"%s\","
+        "\"push_MBps\":%.1f,\"pull_MBps\":%.1f,\"push_wire_MBps\":%.1f,"
+        "\"pull_wire_MBps\":%.1f,\"push_p50_ms\":%.3f,\"push_p99_ms\":%.3f,"
         "\"pull_p50_ms\":%.3f,\"pull_p99_ms\":%.3f}\n",
-        num_servers, workers, params, push->mbps, pull->mbps, push->p50_ms,
+        num_servers, workers, params, absl::GetFlag(FLAGS_compression),
+        push->mbps, pull->mbps, push_wire_mbps, pull_wire_mbps, push->p50_ms,
         push->p99_ms, pull->p50_ms, pull->p99_ms);
   } else {
     absl::PrintF(
-        "servers=%d workers=%d params=%d\n"
-        "  push %8.1f MB/s  p50 %.3f ms  p99 %.3f ms\n"
-        "  pull %8.1f MB/s  p50 %.3f ms  p99 %.3f ms\n",
-        num_servers, workers, params, push->mbps, push->p50_ms, push->p99_ms,
-        pull->mbps, pull->p50_ms, pull->p99_ms);
+        "servers=%d workers=%d params=%d compression=%s (MB/s of float32 "
+        "parameters; on the wire in brackets)\n"
+        "  push %8.1f MB/s (%.1f)  p50 %.3f ms  p99 %.3f ms\n"
+        "  pull %8.1f MB/s (%.1f)  p50 %.3f ms  p99 %.3f ms\n",
+        num_servers, workers, params, absl::GetFlag(FLAGS_compression),
+        push->mbps, push_wire_mbps, push->p50_ms, push->p99_ms, pull->mbps,
+        pull_wire_mbps, pull->p50_ms, pull->p99_ms);
   }
   clients.clear();
   for (auto& s : servers) {

@@ -314,6 +314,74 @@ void Consistency::HandleStragglersLocked(std::vector<Release>* out) {
   for (Waiter& w : waiters_) w.since = std::max(w.since, now);
 }
 
+void Consistency::Save(shardps::BarrierState* out,
+                       std::vector<float>* sum) const {
+  out->Clear();
+  sum->clear();
+  if (mode_ == Mode::kAsync) return;
+  absl::MutexLock lock(&mu_);
+  out->set_applied(applied_);
+  out->set_lr_scale(sync_lr_scale_);
+  for (const WorkerProgress& w : workers_) {
+    shardps::BarrierState::Worker* saved = out->add_workers();
+    saved->set_pushed(w.pushed);
+    saved->set_dropped(w.dropped);
+    for (const KeyRange& r : w.claimed) {
+      saved->add_claimed(r.begin);
+      saved->add_claimed(r.end);
+    }
+  }
+  if (mode_ == Mode::kSync) {
+    absl::MutexLock sum_lock(&sum_mu_);
+    sum->assign(sum_.begin(), sum_.end());
+  }
+}
+
+absl::Status Consistency::Restore(const shardps::BarrierState& state,
+                                  std::vector<float> sum) {
+  absl::MutexLock lock(&mu_);
+  if (mode_ == Mode::kAsync) {
+    return state.workers().empty() && sum.empty()
+               ? absl::OkStatus()
+               : Invalid("an async table has no barrier to restore");
+  }
+  if (static_cast<size_t>(state.workers_size()) != workers_.size()) {
+    return Invalid(absl::StrCat("the checkpoint's barrier has ",
+                                state.workers_size(), " workers, the table ",
+                                workers_.size()));
+  }
+  if (mode_ == Mode::kSync && sum.size() != store_->range().size()) {
+    return Invalid("the checkpoint's sum does not match the shard");
+  }
+  std::vector<WorkerProgress> restored(workers_.size());
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    const shardps::BarrierState::Worker& saved = state.workers(i);
+    WorkerProgress& w = restored[i];
+    w.pushed = saved.pushed();
+    w.dropped = saved.dropped();
+    if (saved.claimed_size() % 2 != 0) return Invalid("odd claimed list");
+    for (int k = 0; k < saved.claimed_size(); k += 2) {
+      const KeyRange r{saved.claimed(k), saved.claimed(k + 1)};
+      if (r.empty() || r.begin > r.end || !store_->range().Contains(r)) {
+        return Invalid("a claimed key range is outside the shard");
+      }
+      w.claimed.push_back(r);
+      w.done_keys += r.size();
+    }
+    if (w.done_keys >= store_->range().size()) {
+      return Invalid("a worker's claimed keys cover the whole shard");
+    }
+  }
+  workers_ = std::move(restored);
+  applied_ = state.applied();
+  sync_lr_scale_ = state.lr_scale();
+  if (mode_ == Mode::kSync) {
+    absl::MutexLock sum_lock(&sum_mu_);
+    sum_ = std::move(sum);
+  }
+  return absl::OkStatus();
+}
+
 void Consistency::Close(const absl::Status& status) {
   std::vector<Release> released;
   {

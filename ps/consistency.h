@@ -34,6 +34,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "proto/checkpoint.pb.h"
 #include "proto/shardps.pb.h"
 #include "ps/float_pieces.h"
 #include "ps/range_partition.h"
@@ -84,6 +85,17 @@ class Consistency {
   // Ends every wait, and refuses every later one, with `status` (the
   // server is shutting down).
   void Close(const absl::Status& status);
+
+  // Copies the barrier (and, for sync, the sum being gathered, else it is
+  // left empty) for a checkpoint. Call with no push in flight (the table's
+  // snapshot lock).
+  void Save(shardps::BarrierState* out, std::vector<float>* sum) const;
+  // Takes the barrier back from a checkpoint, before any call; `sum` as
+  // Save wrote it. INVALID_ARGUMENT when it does not fit this table.
+  absl::Status Restore(const shardps::BarrierState& state,
+                       std::vector<float> sum);
+  // Whether Save writes a sum array (sync tables).
+  bool saves_sum() const { return mode_ == Mode::kSync; }
 
   // sync: clocks applied; ssp: clocks every worker in the barrier pushed;
   // async: 0.
@@ -150,7 +162,7 @@ class Consistency {
 
   // sync: the sum of clock applied_'s gradients, one float per key. Pieces
   // of one clock may arrive concurrently; the apply never overlaps them.
-  absl::Mutex sum_mu_;
+  mutable absl::Mutex sum_mu_;
   std::vector<float> sum_ ABSL_GUARDED_BY(sum_mu_);
 
   std::thread watchdog_;  // sync and ssp only

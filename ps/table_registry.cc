@@ -127,7 +127,9 @@ absl::StatusOr<Table*> TableRegistry::CreateTable(
   // and other tables' requests should not wait for it.
   absl::StatusOr<KeyRange> range = CheckSpec(spec);
   if (!range.ok()) return range.status();
-  const int arrays = 1 + OptimizerStateArrays(spec.optimizer());
+  // Values, optimizer state and, under sync, the clock's running sum.
+  const int arrays = 1 + OptimizerStateArrays(spec.optimizer()) +
+                     (spec.consistency().mode() == "sync" ? 1 : 0);
   const uint64_t bytes = range->size() * arrays * sizeof(float);
   if (absl::Status s = Reserve(spec.table(), range->size(), arrays); !s.ok()) {
     return s;
@@ -176,10 +178,12 @@ absl::Status TableRegistry::Restore(TableSnapshot snapshot) {
       MakeUpdater(spec.optimizer(), range->size());
   if (!updater.ok()) return updater.status();
   std::vector<absl::Span<float>> state = (*updater)->state();
-  if (snapshot.arrays.size() != 1 + state.size()) {
+  const bool has_sum = spec.consistency().mode() == "sync";
+  if (snapshot.arrays.size() != 1 + state.size() + has_sum) {
     return absl::InvalidArgumentError(
         absl::StrCat("table '", spec.table(), "' has ", snapshot.arrays.size(),
-                     " arrays; its optimizer needs ", 1 + state.size()));
+                     " arrays; its optimizer and consistency need ",
+                     1 + state.size() + has_sum));
   }
   for (const std::vector<float>& array : snapshot.arrays) {
     if (array.size() != range->size()) {
@@ -199,6 +203,14 @@ absl::Status TableRegistry::Restore(TableSnapshot snapshot) {
                                    std::move(snapshot.arrays[0]), version),
       version);
   if (absl::Status s = table->ledger.Load(snapshot.meta.ledger()); !s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("table '", spec.table(), "': ", s.message()));
+  }
+  std::vector<float> sum;
+  if (has_sum) sum = std::move(snapshot.arrays.back());
+  if (absl::Status s =
+          table->consistency.Restore(snapshot.meta.barrier(), std::move(sum));
+      !s.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("table '", spec.table(), "': ", s.message()));
   }
@@ -239,6 +251,11 @@ void TableRegistry::Snapshot(std::vector<TableSnapshot>* out) {
     {
       absl::MutexLock hold_pushes(&table.snapshot_mu);
       table.store->SaveArrays(&snapshot.arrays);
+      std::vector<float> sum;
+      table.consistency.Save(snapshot.meta.mutable_barrier(), &sum);
+      if (table.consistency.saves_sum()) {
+        snapshot.arrays.push_back(std::move(sum));
+      }
       snapshot.meta.set_version(table.store->version());
       table.ledger.Save(&ledger);
       absl::MutexLock lock(&table.clocks_mu);

@@ -167,6 +167,18 @@ void DecodeOneBit(const char* in, size_t n, float* out) {
   }
 }
 
+absl::StatusOr<WireEncodings> EncodingsFor(absl::string_view compression) {
+  if (compression == "none") return WireEncodings{};
+  if (compression == "fp16") return WireEncodings{shardps::FP16, shardps::FP16};
+  if (compression == "bf16") return WireEncodings{shardps::BF16, shardps::BF16};
+  if (compression == "onebit") {
+    return WireEncodings{shardps::FLOAT32, shardps::ONEBIT};
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown compression '", compression,
+                   "' (expected none, fp16, bf16 or onebit)"));
+}
+
 absl::Status DecodeValues(shardps::ValueEncoding encoding, const char* in,
                           size_t n, float* out) {
   switch (encoding) {

@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "proto/shardps.pb.h"
 
@@ -45,6 +46,15 @@ void DecodeBf16(const char* in, size_t n, float* out);
 // leaves residual = v - decoded, to be added to the next gradient.
 void EncodeOneBit(const float* grad, float* residual, size_t n, char* out);
 void DecodeOneBit(const char* in, size_t n, float* out);
+
+// How pulls and pushes encode values for a compression setting: "none"
+// (float32 both ways), "fp16" or "bf16" (both ways), "onebit" (1-bit SGD
+// pushes, float32 pulls); INVALID_ARGUMENT for anything else.
+struct WireEncodings {
+  shardps::ValueEncoding pull = shardps::FLOAT32;
+  shardps::ValueEncoding push = shardps::FLOAT32;
+};
+absl::StatusOr<WireEncodings> EncodingsFor(absl::string_view compression);
 
 // Decodes `n` values of `encoding` from `in` (EncodedBytes long) into
 // `out`. INVALID_ARGUMENT when the encoding is unknown.

@@ -76,16 +76,14 @@ absl::StatusOr<shardps::ConsistencyConfig> MakeConsistencyConfig(
   return c;
 }
 
-absl::StatusOr<WireEncodings> MakeWireEncodings(
+absl::StatusOr<ps::WireEncodings> MakeWireEncodings(
     const std::string& compression) {
-  if (compression == "none") return WireEncodings{};
-  if (compression == "fp16") return WireEncodings{shardps::FP16, shardps::FP16};
-  if (compression == "bf16") return WireEncodings{shardps::BF16, shardps::BF16};
-  if (compression == "onebit") {
-    return WireEncodings{shardps::FLOAT32, shardps::ONEBIT};
+  absl::StatusOr<ps::WireEncodings> e = ps::EncodingsFor(compression);
+  if (!e.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--compression=", compression, ": ", e.status().message()));
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "--compression=", compression, ": expected none, fp16, bf16 or onebit"));
+  return e;
 }
 
 }  // namespace worker

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "proto/shardps.pb.h"
+#include "ps/value_codec.h"
 
 namespace worker {
 
@@ -40,14 +41,9 @@ absl::StatusOr<shardps::ConsistencyConfig> MakeConsistencyConfig(
     const std::string& consistency, int world, double straggler_timeout_s,
     const std::string& straggler_policy);
 
-// How pulls and pushes encode values for --compression: none (float32
-// both ways), fp16 or bf16 (both ways), onebit (1-bit SGD pushes with error
-// feedback, float32 pulls). INVALID_ARGUMENT names the flag.
-struct WireEncodings {
-  shardps::ValueEncoding pull = shardps::FLOAT32;
-  shardps::ValueEncoding push = shardps::FLOAT32;
-};
-absl::StatusOr<WireEncodings> MakeWireEncodings(const std::string& compression);
+// ps::EncodingsFor(--compression); INVALID_ARGUMENT names the flag.
+absl::StatusOr<ps::WireEncodings> MakeWireEncodings(
+    const std::string& compression);
 
 }  // namespace worker
 

@@ -165,7 +165,7 @@ int main(int argc, char** argv) {
                                     absl::GetFlag(FLAGS_straggler_timeout_s),
                                     absl::GetFlag(FLAGS_straggler_policy));
   if (!consistency.ok()) return Fail(consistency.status());
-  absl::StatusOr<worker::WireEncodings> encodings =
+  absl::StatusOr<ps::WireEncodings> encodings =
       worker::MakeWireEncodings(absl::GetFlag(FLAGS_compression));
   if (!encodings.ok()) return Fail(encodings.status());
   const std::string lr_schedule = absl::GetFlag(FLAGS_lr_schedule);

@@ -74,6 +74,29 @@ def main():
     write("service", "create",
           b"\2" + field(1, "fuzz") + field(2, "u") + field(3, 300) +
           field(4, 3) + field(5, 1) + field(6, optimizer) + field(7, init))
+    # Encoded pushes and pulls (ValueEncoding FP16 = 1, BF16 = 2, ONEBIT = 3).
+    write("service", "push-fp16",
+          b"\1" + header + field(3, 0) + field(4, 4) + field(10, 1) +
+          field(15, struct.pack("<4H", 0x3C00, 0xBC00, 0x4000, 0x0001)))
+    write("service", "push-onebit",
+          b"\1" + header + field(3, 0) + field(4, 8) + field(10, 3) +
+          field(15, floats([0.25, -0.5]) + b"\x5a"))
+    write("service", "pull-bf16",
+          b"\0" + header + field(3, 0) + field(4, 16) + field(7, 2))
+    # A sync table (ConsistencyConfig: mode, num_workers, timeout, policy)
+    # and an Adam one.
+    consistency = (field(1, "sync") + field(3, 2) + varint(4 << 3 | 1) +
+                   struct.pack("<d", 0.05) + field(5, "drop"))
+    write("service", "create-sync",
+          b"\2" + field(1, "fuzz") + field(2, "s") + field(3, 64) +
+          field(4, 1) + field(6, optimizer) + field(9, consistency))
+    adam = (field(1, "adam") + varint(2 << 3 | 5) + struct.pack("<f", 0.01) +
+            varint(5 << 3 | 5) + struct.pack("<f", 0.9) +
+            varint(6 << 3 | 5) + struct.pack("<f", 0.999) +
+            varint(7 << 3 | 5) + struct.pack("<f", 1e-8))
+    write("service", "create-adam",
+          b"\2" + field(1, "fuzz") + field(2, "a") + field(3, 64) +
+          field(4, 1) + field(6, adam))
     # record_fuzzer: a shard file.
     write("record", "three-records",
           record(b"first") + record(b"") + record(bytes(range(40))))

@@ -160,6 +160,57 @@ TEST(CheckpointTest, OptimizerStateSurvivesARestore) {
   EXPECT_EQ(Values(after), Values(before));
 }
 
+TEST(CheckpointTest, ASyncBarrierSurvivesARestoreMidClock) {
+  // The checkpoint is taken while clock 0 is half gathered: worker 0 has
+  // pushed half of its keys. The restored table must know that (and the
+  // running sum), so that the rest of the clock completes it exactly as on
+  // the original.
+  ScopedTempDir dir;
+  shardps::CreateTableRequest spec = Spec("bsp", 1000);
+  shardps::ConsistencyConfig* c = spec.mutable_consistency();
+  c->set_mode("sync");
+  c->set_num_workers(2);
+  c->set_straggler_timeout_seconds(60);
+  c->set_straggler_policy("fail");
+  auto push = [](Table* t, uint32_t worker, KeyRange keys, float value) {
+    std::vector<float> grad(keys.size(), value);
+    const absl::string_view bytes(reinterpret_cast<const char*>(grad.data()),
+                                  grad.size() * sizeof(float));
+    FloatPieces pieces(absl::MakeConstSpan(&bytes, 1));
+    return t->consistency.Push(worker, 0, keys, pieces);
+  };
+  TableRegistry original("j");
+  Table* before = Create(original, spec);
+  const KeyRange all = before->store->range();
+  const KeyRange first{all.begin, all.begin + 100},
+      rest{all.begin + 100, all.end};
+  ASSERT_TRUE(push(before, 0, first, 2.0f).ok());
+  std::vector<TableSnapshot> snapshot;
+  original.Snapshot(&snapshot);
+  ASSERT_EQ(snapshot[0].arrays.size(), 2u);  // values and the running sum
+  const std::string path = dir.path() + "/checkpoint";
+  ASSERT_TRUE(WriteCheckpoint(path, "j", snapshot).ok());
+  absl::StatusOr<Checkpoint> read = ReadCheckpoint(path);
+  ASSERT_TRUE(read.ok()) << read.status();
+  TableRegistry restored("j");
+  ASSERT_TRUE(restored.Restore(std::move(read->tables[0])).ok());
+  Table* after = *restored.Find("j", "bsp");
+  EXPECT_EQ(push(after, 0, first, 2.0f).status().code(),
+            absl::StatusCode::kFailedPrecondition)
+      << "the restored barrier forgot what worker 0 pushed";
+  for (Table* t : {before, after}) {
+    ASSERT_TRUE(push(t, 0, rest, 2.0f).ok());
+    ASSERT_TRUE(push(t, 1, all, 4.0f).ok());
+    EXPECT_EQ(t->store->version(), 1u);
+    EXPECT_EQ(t->consistency.clock(), 1u);
+  }
+  // lr 0.5 times the mean gradient 3, on every key.
+  EXPECT_EQ(Values(after), Values(before));
+  TableRegistry fresh("j");
+  const std::vector<float> initial = Values(Create(fresh, spec));
+  EXPECT_FLOAT_EQ(Values(after)[150], initial[150] - 1.5f);
+}
+
 TEST(CheckpointTest, DamagedOrTruncatedFilesAreRefusedWithTheOffset) {
   ScopedTempDir dir;
   const std::string path = WriteFilled(dir.path());
