@@ -143,12 +143,16 @@ void EncodeOneBit(const float* grad, float* residual, size_t n, char* out) {
     std::memcpy(out, &positive, sizeof positive);
     std::memcpy(out + 4, &negative, sizeof negative);
     unsigned char* bits = reinterpret_cast<unsigned char*>(out + 8);
-    std::memset(bits, 0, (m + 7) / 8);
-    for (size_t i = 0; i < m; ++i) {
-      const bool pos = r[i] >= 0;
-      bits[i / 8] |= static_cast<unsigned char>(pos) << (i % 8);
-      r[i] -= pos ? positive : negative;
+    // A byte at a time, so that the loops carry no dependence across bytes.
+    for (size_t byte = 0; byte < (m + 7) / 8; ++byte) {
+      unsigned char b = 0;
+      const size_t end = std::min<size_t>(8, m - 8 * byte);
+      for (size_t j = 0; j < end; ++j) {
+        b |= static_cast<unsigned char>(r[8 * byte + j] >= 0) << j;
+      }
+      bits[byte] = b;
     }
+    for (size_t i = 0; i < m; ++i) r[i] -= r[i] >= 0 ? positive : negative;
     out += 8 + (m + 7) / 8;
   }
 }

@@ -3,12 +3,14 @@
 //   build/bin/ps_kernels_bench
 #include <benchmark/benchmark.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "ps/float_pieces.h"
 #include "ps/shard_store.h"
 #include "ps/updater.h"
+#include "ps/value_codec.h"
 
 namespace ps {
 namespace {
@@ -73,6 +75,88 @@ void BM_ShardStorePush(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * chunk * sizeof(float));
 }
 BENCHMARK(BM_ShardStorePush)->Arg(1 << 20)->Arg(10 << 20);
+
+// The optimizers' update rules over a 1 MiB run (state.range(0) selects
+// momentum, adagrad, adam).
+void BM_OptimizerApply(benchmark::State& state) {
+  const size_t n = 1 << 18;
+  Payload payload(n);
+  shardps::OptimizerConfig c;
+  c.set_learning_rate(1e-3f);
+  switch (state.range(0)) {
+    case 0:
+      c.set_name("momentum");
+      c.set_momentum(0.9f);
+      break;
+    case 1:
+      c.set_name("adagrad");
+      c.set_epsilon(1e-8f);
+      break;
+    default:
+      c.set_name("adam");
+      c.set_beta1(0.9f);
+      c.set_beta2(0.999f);
+      c.set_epsilon(1e-8f);
+  }
+  std::unique_ptr<Updater> updater = *MakeUpdater(c, n);
+  std::vector<float> weights(n, 1.0f);
+  for (auto _ : state) {
+    updater->Apply(0, weights.data(),
+                   UnalignedFloats(payload.bytes().data(), n), 1.0f);
+    benchmark::ClobberMemory();
+  }
+  state.SetLabel(c.name());
+  state.SetBytesProcessed(state.iterations() * n * sizeof(float));
+}
+BENCHMARK(BM_OptimizerApply)->Arg(0)->Arg(1)->Arg(2);
+
+// Wire codecs over 1 MiB of float32 values (bytes processed are float32
+// bytes): state.range(0) selects fp16, bf16, onebit.
+void BM_Encode(benchmark::State& state) {
+  const size_t n = 1 << 18;
+  std::vector<float> values(n), residual(n, 0.0f);
+  for (size_t i = 0; i < n; ++i)
+    values[i] = 1e-3f * static_cast<float>(i % 97) - 0.04f;
+  const auto encoding = static_cast<shardps::ValueEncoding>(state.range(0));
+  std::vector<char> out(EncodedBytes(encoding, n));
+  for (auto _ : state) {
+    switch (encoding) {
+      case shardps::FP16:
+        EncodeFp16(values.data(), n, out.data());
+        break;
+      case shardps::BF16:
+        EncodeBf16(values.data(), n, out.data());
+        break;
+      default:
+        EncodeOneBit(values.data(), residual.data(), n, out.data());
+    }
+    benchmark::ClobberMemory();
+  }
+  state.SetLabel(std::string(EncodingName(encoding)));
+  state.SetBytesProcessed(state.iterations() * n * sizeof(float));
+}
+BENCHMARK(BM_Encode)
+    ->Arg(shardps::FP16)
+    ->Arg(shardps::BF16)
+    ->Arg(shardps::ONEBIT);
+
+void BM_Decode(benchmark::State& state) {
+  const size_t n = 1 << 18;
+  const auto encoding = static_cast<shardps::ValueEncoding>(state.range(0));
+  std::vector<char> in(EncodedBytes(encoding, n), '\x11');
+  std::vector<float> out(n);
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(
+        DecodeValues(encoding, in.data(), n, out.data()).ok());
+    benchmark::ClobberMemory();
+  }
+  state.SetLabel(std::string(EncodingName(encoding)));
+  state.SetBytesProcessed(state.iterations() * n * sizeof(float));
+}
+BENCHMARK(BM_Decode)
+    ->Arg(shardps::FP16)
+    ->Arg(shardps::BF16)
+    ->Arg(shardps::ONEBIT);
 
 }  // namespace
 }  // namespace ps

@@ -165,18 +165,23 @@ TEST_F(BinariesTest, BenchPrintsOneJsonLineWithEveryFigure) {
   const int code =
       Run(absl::StrCat(SiblingBinary("shardps-bench"),
                        " --spawn_servers=2 --workers=2 --params=100000"
-                       " --seconds=0.3 --json"),
+                       " --seconds=0.3 --json --compression=fp16"),
           &out);
   ASSERT_EQ(code, 0) << out;
   const std::regex line(
-      R"(\{"servers":2,"workers":2,"params":100000,"push_MBps":([0-9.]+),)"
-      R"("pull_MBps":([0-9.]+),"push_p50_ms":([0-9.]+),"push_p99_ms":([0-9.]+),)"
+      R"(\{"servers":2,"workers":2,"params":100000,"compression":"fp16",)"
+      R"("push_MBps":([0-9.]+),"pull_MBps":([0-9.]+),)"
+      R"("push_wire_MBps":([0-9.]+),"pull_wire_MBps":([0-9.]+),)"
+      R"("push_p50_ms":([0-9.]+),"push_p99_ms":([0-9.]+),)"
       R"("pull_p50_ms":([0-9.]+),"pull_p99_ms":([0-9.]+)\})");
   std::smatch m;
   ASSERT_TRUE(std::regex_search(out, m, line)) << out;
-  for (int i = 1; i <= 6; ++i) EXPECT_GT(std::stod(m[i]), 0) << m[0];
-  EXPECT_LE(std::stod(m[3]), std::stod(m[4]));  // p50 <= p99
-  EXPECT_LE(std::stod(m[5]), std::stod(m[6]));
+  for (int i = 1; i <= 8; ++i) EXPECT_GT(std::stod(m[i]), 0) << m[0];
+  // fp16 moves half the bytes of the float32 parameters it carries.
+  EXPECT_LT(std::stod(m[3]), 0.6 * std::stod(m[1])) << m[0];
+  EXPECT_LT(std::stod(m[4]), 0.6 * std::stod(m[2])) << m[0];
+  EXPECT_LE(std::stod(m[5]), std::stod(m[6]));  // p50 <= p99
+  EXPECT_LE(std::stod(m[7]), std::stod(m[8]));
 }
 
 TEST_F(BinariesTest, BenchWithoutServersSaysWhatIsMissing) {
