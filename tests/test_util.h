@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -135,6 +136,30 @@ inline void WriteIdDataset(const std::string& dir, std::vector<float> rest,
 
 // Writes a synthetic data set with shardps-data into `out`; `flags` as on
 // its command line. The tool's exit code.
+// `n` shardps-server processes of `job`, with their logs and port files in
+// `run_dir`; their addresses go to *addrs. Empty (and a test failure) if one
+// does not start.
+inline std::vector<std::unique_ptr<ps::ServerProcess>> SpawnServers(
+    int n, const std::string& run_dir, const std::string& job,
+    std::vector<std::string>* addrs) {
+  std::vector<std::unique_ptr<ps::ServerProcess>> servers;
+  addrs->clear();
+  for (int i = 0; i < n; ++i) {
+    ps::ServerProcessOptions o;
+    o.binary = ps::SiblingBinary("shardps-server");
+    o.run_dir = run_dir;
+    o.name = "server-" + std::to_string(i);
+    o.extra_args = {"--job=" + job};
+    absl::StatusOr<std::unique_ptr<ps::ServerProcess>> s =
+        ps::ServerProcess::Spawn(o);
+    EXPECT_TRUE(s.ok()) << s.status();
+    if (!s.ok()) return {};
+    addrs->push_back((*s)->address());
+    servers.push_back(*std::move(s));
+  }
+  return servers;
+}
+
 inline int MakeSyntheticData(const std::string& out, const std::string& flags) {
   return std::system((ps::SiblingBinary("shardps-data") + " synthetic --out " +
                       out + " " + flags + " 2>/dev/null")

@@ -77,6 +77,26 @@ void Fill(TableRegistry& registry) {
   Push(small, 1, 22, 2, 4.0f);
 }
 
+// Snapshots `original`, writes and reads back DIR/checkpoint, and restores
+// every table into `restored`; returns each table's array count.
+std::vector<size_t> RoundTrip(TableRegistry& original, const std::string& dir,
+                              TableRegistry& restored) {
+  std::vector<TableSnapshot> snapshot;
+  original.Snapshot(&snapshot);
+  const std::string path = dir + "/checkpoint";
+  EXPECT_TRUE(WriteCheckpoint(path, "j", snapshot).ok());
+  absl::StatusOr<Checkpoint> read = ReadCheckpoint(path);
+  EXPECT_TRUE(read.ok()) << read.status();
+  std::vector<size_t> arrays;
+  if (!read.ok()) return arrays;
+  for (TableSnapshot& t : read->tables) {
+    arrays.push_back(t.arrays.size());
+    absl::Status s = restored.Restore(std::move(t));
+    EXPECT_TRUE(s.ok()) << s;
+  }
+  return arrays;
+}
+
 std::string WriteFilled(const std::string& dir) {
   TableRegistry registry("j");
   Fill(registry);
@@ -143,15 +163,9 @@ TEST(CheckpointTest, OptimizerStateSurvivesARestore) {
   Table* before = Create(original, spec);
   Push(before, 0, 11, 1, 1.0f);
   Push(before, 0, 11, 2, -3.0f);
-  std::vector<TableSnapshot> snapshot;
-  original.Snapshot(&snapshot);
-  ASSERT_EQ(snapshot[0].arrays.size(), 4u);  // values, m, v, t
-  const std::string path = dir.path() + "/checkpoint";
-  ASSERT_TRUE(WriteCheckpoint(path, "j", snapshot).ok());
-  absl::StatusOr<Checkpoint> read = ReadCheckpoint(path);
-  ASSERT_TRUE(read.ok()) << read.status();
   TableRegistry restored("j");
-  ASSERT_TRUE(restored.Restore(std::move(read->tables[0])).ok());
+  // Values, m, v, t.
+  ASSERT_EQ(RoundTrip(original, dir.path(), restored), std::vector<size_t>{4});
   Table* after = *restored.Find("j", "adam");
   Push(before, 0, 11, 3, 0.5f);
   Push(after, 0, 11, 3, 0.5f);
@@ -185,15 +199,9 @@ TEST(CheckpointTest, ASyncBarrierSurvivesARestoreMidClock) {
   const KeyRange first{all.begin, all.begin + 100},
       rest{all.begin + 100, all.end};
   ASSERT_TRUE(push(before, 0, first, 2.0f).ok());
-  std::vector<TableSnapshot> snapshot;
-  original.Snapshot(&snapshot);
-  ASSERT_EQ(snapshot[0].arrays.size(), 2u);  // values and the running sum
-  const std::string path = dir.path() + "/checkpoint";
-  ASSERT_TRUE(WriteCheckpoint(path, "j", snapshot).ok());
-  absl::StatusOr<Checkpoint> read = ReadCheckpoint(path);
-  ASSERT_TRUE(read.ok()) << read.status();
   TableRegistry restored("j");
-  ASSERT_TRUE(restored.Restore(std::move(read->tables[0])).ok());
+  // Values and the running sum.
+  ASSERT_EQ(RoundTrip(original, dir.path(), restored), std::vector<size_t>{2});
   Table* after = *restored.Find("j", "bsp");
   EXPECT_EQ(push(after, 0, first, 2.0f).status().code(),
             absl::StatusCode::kFailedPrecondition)

@@ -45,19 +45,10 @@ TEST_P(StragglerTest, AWorkerThatStopsPushingDoesNotHangTheOther) {
                 dir_ + "/data",
                 "--samples 4000 --features 32 --classes 4 --shards 2"),
             0);
-  std::vector<std::unique_ptr<ps::ServerProcess>> servers;
   std::vector<std::string> addrs;
-  for (int i = 0; i < 2; ++i) {
-    ps::ServerProcessOptions o;
-    o.binary = ps::SiblingBinary("shardps-server");
-    o.run_dir = dir_;
-    o.name = absl::StrCat("server-", i);
-    o.extra_args = {"--job=straggler"};
-    auto s = ps::ServerProcess::Spawn(o);
-    ASSERT_TRUE(s.ok()) << s.status();
-    addrs.push_back((*s)->address());
-    servers.push_back(*std::move(s));
-  }
+  std::vector<std::unique_ptr<ps::ServerProcess>> servers =
+      testutil::SpawnServers(2, dir_, "straggler", &addrs);
+  ASSERT_EQ(servers.size(), 2u);
   // Worker 1 stops after 5 steps (clocks 0..4) and exits; worker 0 would
   // run 2 epochs of 57 steps.
   std::vector<pid_t> workers;

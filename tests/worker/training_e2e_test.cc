@@ -41,19 +41,10 @@ TEST_P(TrainingTest, TwoServersTwoWorkersLearn) {
                                      " 2>/dev/null")
                             .c_str()),
             0);
-  std::vector<std::unique_ptr<ps::ServerProcess>> servers;
   std::vector<std::string> addrs;
-  for (int i = 0; i < 2; ++i) {
-    ps::ServerProcessOptions o;
-    o.binary = ps::SiblingBinary("shardps-server");
-    o.run_dir = dir_;
-    o.name = absl::StrCat("server-", i);
-    o.extra_args = {"--job=e2e"};
-    auto s = ps::ServerProcess::Spawn(o);
-    ASSERT_TRUE(s.ok()) << s.status();
-    addrs.push_back((*s)->address());
-    servers.push_back(*std::move(s));
-  }
+  std::vector<std::unique_ptr<ps::ServerProcess>> servers =
+      testutil::SpawnServers(2, dir_, "e2e", &addrs);
+  ASSERT_EQ(servers.size(), 2u);
   std::vector<pid_t> workers;
   for (int rank = 0; rank < 2; ++rank) {
     const std::string command = absl::StrCat(
