@@ -94,6 +94,8 @@ class Consistency {
   // Save wrote it. INVALID_ARGUMENT when it does not fit this table.
   absl::Status Restore(const shardps::BarrierState& state,
                        std::vector<float> sum);
+  // Whether a pull may have to wait (sync and ssp tables).
+  bool pulls_may_wait() const { return mode_ != Mode::kAsync; }
   // Whether Save writes a sum array (sync tables).
   bool saves_sum() const { return mode_ == Mode::kSync; }
 

@@ -144,6 +144,10 @@ void ParameterService::HandlePull(const grpc::ByteBuffer& request,
         absl::StrCat("pulls take float32, fp16 or bf16 values, not encoding ",
                      static_cast<int>(encoding))));
   }
+  if (!(*table)->consistency.pulls_may_wait()) {
+    // The common case, without a continuation to build.
+    return std::move(done)(CopyPull(**table, keys, encoding, response));
+  }
   (*table)->consistency.Pull(
       pull.worker(), pull.clock(),
       [this, table = *table, keys, encoding, response,
