@@ -17,10 +17,12 @@
 #define SHARDPS_LOADER_LOADER_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "loader/dataset.h"
 
 namespace loader {
@@ -38,6 +40,10 @@ struct LoaderOptions {
   uint64_t seed = 1;
   int reader_threads = 4;    // PrefetchLoader only
   int prefetch_batches = 8;  // PrefetchLoader only
+  // When set, called on the reading thread after each read (a part of a
+  // batch for PrefetchLoader, a shard for SequentialLoader) with its start
+  // and end: how a worker traces data reads. Must be thread-safe.
+  std::function<void(absl::Time start, absl::Time end)> on_read;
 };
 
 // Worker `rank`'s share of `records` records: [begin, end).

@@ -97,7 +97,9 @@ class PrefetchLoader final : public Loader {
         ++busy_readers_;
       }
       const size_t batch = unit / parts_;
+      const absl::Time start = absl::Now();
       absl::Status status = Assemble(batch, unit % parts_, &payload);
+      if (options_.on_read) options_.on_read(start, absl::Now());
       absl::MutexLock lock(&mu_);
       --busy_readers_;
       if (!status.ok()) {

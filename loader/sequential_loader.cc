@@ -50,6 +50,7 @@ class SequentialLoader final : public Loader {
     std::string block;
     uint64_t id = 0;
     for (size_t k = 0; k < dataset_.indexes.size(); ++k) {
+      const absl::Time start = absl::Now();
       const RecordReader reader(dataset_.files[k]);
       const RecordIndex& index = dataset_.indexes[k];
       size_t first = 0;
@@ -76,6 +77,7 @@ class SequentialLoader final : public Loader {
         if (!s.ok()) return s;
         first = last;
       }
+      if (options_.on_read) options_.on_read(start, absl::Now());
     }
     return absl::OkStatus();
   }

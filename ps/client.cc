@@ -166,6 +166,7 @@ class Client::BulkOp : public std::enable_shared_from_this<BulkOp> {
   absl::Status Run() {
     calls_.resize(chunks_.size());
     deadlines_.resize(chunks_.size());
+    started_.resize(chunks_.size());
     {
       absl::MutexLock lock(&mu_);
       finished_.assign(chunks_.size(), false);
@@ -247,6 +248,7 @@ class Client::BulkOp : public std::enable_shared_from_this<BulkOp> {
     const Chunk& chunk = chunks_[index];
     ServerConn& server = *client_.servers_[chunk.shard];
     calls_[index] = std::make_unique<Call>();
+    started_[index] = absl::Now();
     Call& call = *calls_[index];
     call.context.set_deadline(absl::ToChronoTime(deadlines_[index]));
     client_.Authorize(&call.context);
@@ -388,6 +390,11 @@ class Client::BulkOp : public std::enable_shared_from_this<BulkOp> {
     }
     const Chunk& chunk = chunks_[index];
     const ServerConn& server = *client_.servers_[chunk.shard];
+    if (client_.options_.tracer != nullptr) {
+      client_.options_.tracer->Record(is_push_ ? "push_rpc" : "pull_rpc",
+                                      "client", started_[index], absl::Now(),
+                                      "shard", chunk.shard);
+    }
     absl::Status result;
     if (!status.ok()) {
       result = server.Annotate(Describe(chunk), chunk.shard, status);
@@ -433,6 +440,7 @@ class Client::BulkOp : public std::enable_shared_from_this<BulkOp> {
   const std::vector<Chunk> chunks_;
   std::vector<std::unique_ptr<Call>> calls_;  // one per chunk, once launched
   std::vector<absl::Time> deadlines_;         // written before each launch
+  std::vector<absl::Time> started_;           // when each call was launched
 
   absl::Mutex mu_;
   size_t next_ ABSL_GUARDED_BY(mu_) = 0;

@@ -37,6 +37,7 @@
 #include "ps/buffer_pool.h"
 #include "ps/range_partition.h"
 #include "ps/security.h"
+#include "ps/trace.h"
 
 namespace ps {
 
@@ -59,6 +60,9 @@ struct ClientOptions {
   // each key's quantization error and adds it to the key's next gradient).
   shardps::ValueEncoding pull_encoding = shardps::FLOAT32;
   shardps::ValueEncoding push_encoding = shardps::FLOAT32;
+  // A span per chunk call ("pull_rpc"/"push_rpc", with its shard) goes
+  // here (ps/trace.h); null: none. Must outlive the client.
+  Tracer* tracer = nullptr;
   // Every call is retried on UNAVAILABLE (and on CANCELLED, which only a
   // server going away causes here) with exponential backoff (100 ms
   // doubling to 1 s, +-50% jitter) until this much time has passed, logging

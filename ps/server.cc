@@ -23,6 +23,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   service.auth_token = options.auth_token;
   service.limits = options.limits;
   service.drop_reply_fraction = options.drop_reply_fraction;
+  service.tracer = options.tracer;
   std::unique_ptr<Server> server = absl::WrapUnique(
       new Server(options, std::make_unique<ParameterService>(service)));
   if (!options.checkpoint.dir.empty()) {

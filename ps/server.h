@@ -15,6 +15,7 @@
 #include "ps/checkpointer.h"
 #include "ps/security.h"
 #include "ps/service.h"
+#include "ps/trace.h"
 
 namespace ps {
 
@@ -37,6 +38,9 @@ struct ServerOptions {
   CheckpointOptions checkpoint;
   // FAULT INJECTION for tests (ServiceOptions::drop_reply_fraction).
   double drop_reply_fraction = 0;
+  // Spans of request handling go here (ps/trace.h); null: none. Must
+  // outlive the server.
+  Tracer* tracer = nullptr;
 };
 
 class Server {

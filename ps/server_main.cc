@@ -55,6 +55,11 @@ ABSL_FLAG(double, inject_reply_drops, 0,
           "FAULT INJECTION for tests: this fraction of pulls and pushes is "
           "carried out but answered UNAVAILABLE, as if the reply were lost. "
           "Never set in a real job.");
+ABSL_FLAG(std::string, trace, "",
+          "Write a Chrome trace (Perfetto, chrome://tracing) of request "
+          "handling to this file, rewritten every 10 s and at exit.");
+ABSL_FLAG(std::string, trace_name, "shardps-server",
+          "The process's name in the --trace file.");
 ABSL_FLAG(double, shutdown_grace_s, 5,
           "Seconds in-flight calls get to finish on SIGTERM/SIGINT.");
 
@@ -135,6 +140,18 @@ int main(int argc, char** argv) {
       !s.ok()) {
     absl::FPrintF(stderr, "shardps-server: %s\n", s.ToString());
     return 2;
+  }
+  std::unique_ptr<ps::Tracer> tracer;
+  if (const std::string path = absl::GetFlag(FLAGS_trace); !path.empty()) {
+    absl::StatusOr<std::unique_ptr<ps::Tracer>> t =
+        ps::Tracer::Open({path, absl::GetFlag(FLAGS_trace_name)});
+    if (!t.ok()) {
+      absl::FPrintF(stderr, "shardps-server: --trace: %s\n",
+                    t.status().ToString());
+      return 2;
+    }
+    tracer = *std::move(t);
+    options.tracer = tracer.get();
   }
   absl::StatusOr<std::unique_ptr<ps::Server>> server =
       ps::Server::Start(options);

@@ -146,13 +146,17 @@ void ParameterService::HandlePull(const grpc::ByteBuffer& request,
   }
   if (!(*table)->consistency.pulls_may_wait()) {
     // The common case, without a continuation to build.
+    TraceSpan span(tracer_, "handle_pull", "server");
     return std::move(done)(CopyPull(**table, keys, encoding, response));
   }
   (*table)->consistency.Pull(
       pull.worker(), pull.clock(),
       [this, table = *table, keys, encoding, response,
        done = std::move(done)](absl::Status status) mutable {
-        if (status.ok()) status = CopyPull(*table, keys, encoding, response);
+        if (status.ok()) {
+          TraceSpan span(tracer_, "handle_pull", "server");
+          status = CopyPull(*table, keys, encoding, response);
+        }
         std::move(done)(std::move(status));
       });
 }
@@ -227,6 +231,7 @@ absl::Status ParameterService::DecodePush(
 
 absl::Status ParameterService::HandlePush(const grpc::ByteBuffer& request,
                                           grpc::ByteBuffer* response) {
+  TraceSpan span(tracer_, "handle_push", "server");
   SplitMessage split;
   if (absl::Status s = SplitBulkField(request, kPushGradientField, &split);
       !s.ok()) {

@@ -24,6 +24,7 @@
 #include "ps/buffer_pool.h"
 #include "ps/checkpointer.h"
 #include "ps/table_registry.h"
+#include "ps/trace.h"
 
 namespace ps {
 
@@ -43,6 +44,8 @@ struct ServiceOptions {
   // calls is carried out in full but answered UNAVAILABLE, as if the reply
   // were lost on the way back. 0 in normal operation.
   double drop_reply_fraction = 0;
+  // Spans of request handling (ps/trace.h); null: none.
+  Tracer* tracer = nullptr;
 };
 
 class ParameterService final : public ParameterServiceBase {
@@ -50,7 +53,8 @@ class ParameterService final : public ParameterServiceBase {
   explicit ParameterService(ServiceOptions options)
       : registry_(options.job, options.limits),
         auth_token_(std::move(options.auth_token)),
-        drop_reply_fraction_(options.drop_reply_fraction) {}
+        drop_reply_fraction_(options.drop_reply_fraction),
+        tracer_(options.tracer) {}
 
   TableRegistry& registry() { return registry_; }
   // From now on every call is answered UNAVAILABLE ("shutting down"), which
@@ -115,6 +119,7 @@ class ParameterService final : public ParameterServiceBase {
   TableRegistry registry_;
   const std::string auth_token_;
   const double drop_reply_fraction_;
+  Tracer* const tracer_;
   std::atomic<bool> draining_{false};
   absl::Mutex drop_mu_;
   absl::BitGen drop_random_ ABSL_GUARDED_BY(drop_mu_);

@@ -61,6 +61,10 @@ ABSL_FLAG(std::string, optimizer, "",
 ABSL_FLAG(std::string, consistency, "",
           "Given to every worker as --consistency (async, sync, ssp:K); "
           "empty: the worker's default.");
+ABSL_FLAG(bool, trace, false,
+          "Every server and worker writes a Chrome trace; at the end they are "
+          "merged into RUN_DIR/trace.json (open it in Perfetto or "
+          "chrome://tracing).");
 ABSL_FLAG(std::string, compression, "",
           "Given to every worker as --compression (none, fp16, bf16, "
           "onebit); empty: the worker's default.");
@@ -139,6 +143,7 @@ int main(int argc, char** argv) {
   o.run_dir = absl::GetFlag(FLAGS_run_dir);
   o.job = absl::GetFlag(FLAGS_job);
   o.cluster = absl::GetFlag(FLAGS_cluster);
+  o.trace = absl::GetFlag(FLAGS_trace);
   o.ready_timeout = absl::Seconds(absl::GetFlag(FLAGS_ready_timeout_s));
   o.progress_every = absl::Seconds(absl::GetFlag(FLAGS_progress_s));
   o.server_binary = ps::SiblingBinary("shardps-server");

@@ -22,6 +22,7 @@
 #include "ps/child_process.h"
 #include "ps/client.h"
 #include "ps/server_process.h"
+#include "ps/trace.h"
 #include "worker/json_file.h"
 #include "worker/ssh_cluster.h"
 
@@ -152,6 +153,7 @@ class Run {
       if (status.ok() && !stopped.ok()) status = stopped;
     }
     const CpuTimes cpu1 = ReadCpuTimes();
+    if (o_.trace) MergeProcessTraces();
     summary_.set_wall_seconds(absl::ToDoubleSeconds(absl::Now() - start));
     const double total = cpu1.total - cpu0.total;
     summary_.set_cpu_utilisation(total > 0 ? (cpu1.busy - cpu0.busy) / total
@@ -173,6 +175,10 @@ class Run {
       }
       args.insert(args.end(), o_.server_args.begin(), o_.server_args.end());
       const std::string name = absl::StrCat("server-", i);
+      if (o_.trace) {
+        args.push_back(TraceFlag(name));
+        args.push_back("--trace_name=" + name);
+      }
       if (slot.remote) {
         // No port file across hosts: a fixed port, and the health check
         // below says when it serves.
@@ -214,7 +220,8 @@ class Run {
       absl::StatusOr<std::unique_ptr<ps::ChildProcess>> w =
           ps::ChildProcess::Start(
               absl::StrCat("worker-", r),
-              RemoteCommand(o_.worker_hosts[r], WorkerArgv(r, addrs)),
+              RemoteCommand(o_.worker_hosts[r],
+                            WorkerArgv(r, addrs, absl::StrCat("worker-", r))),
               absl::StrCat(o_.run_dir, "/worker-", r, ".log"));
       if (!w.ok()) return w.status();
       workers_.push_back(*std::move(w));
@@ -223,8 +230,10 @@ class Run {
     return EvaluateFinalModel(addrs);
   }
 
+  // The command of worker `rank`; `process` names it in traces.
   std::vector<std::string> WorkerArgv(int rank,
-                                      const std::vector<std::string>& addrs) {
+                                      const std::vector<std::string>& addrs,
+                                      const std::string& process) {
     std::vector<std::string> argv = {o_.worker_binary};
     argv.insert(argv.end(), o_.worker_args.begin(), o_.worker_args.end());
     argv.insert(
@@ -238,7 +247,39 @@ class Run {
     if (!o_.auth_token_file.empty()) {
       argv.push_back("--auth_token_file=" + o_.auth_token_file);
     }
+    if (o_.trace) {
+      argv.push_back(TraceFlag(process));
+      argv.push_back("--trace_name=" + process);
+    }
     return argv;
+  }
+
+  std::string TraceFlag(const std::string& process) const {
+    return absl::StrCat("--trace=", o_.run_dir, "/", process, ".trace.json");
+  }
+
+  // Joins the processes' traces (written when they stopped) into
+  // RUN_DIR/trace.json; a process that left none is reported and skipped.
+  void MergeProcessTraces() {
+    std::vector<std::string> inputs;
+    auto add = [&](const std::string& process) {
+      const std::string path =
+          absl::StrCat(o_.run_dir, "/", process, ".trace.json");
+      if (::access(path.c_str(), R_OK) == 0) {
+        inputs.push_back(path);
+      } else {
+        std::fprintf(stderr, "shardps-launch: %s left no trace (%s)\n",
+                     process.c_str(), path.c_str());
+      }
+    };
+    for (int i = 0; i < o_.servers; ++i) add(absl::StrCat("server-", i));
+    for (int r = 0; r < o_.workers; ++r) add(absl::StrCat("worker-", r));
+    if (evaluator_ != nullptr) add("evaluate");
+    if (absl::Status s = ps::MergeTraces(inputs, o_.run_dir + "/trace.json");
+        !s.ok()) {
+      std::fprintf(stderr, "shardps-launch: merging traces: %s\n",
+                   s.ToString().c_str());
+    }
   }
 
   // Rank 0's own accuracy is of the model when rank 0 finished; under async
@@ -247,7 +288,7 @@ class Run {
   // the training itself succeeded.
   absl::Status EvaluateFinalModel(const std::vector<std::string>& addrs) {
     summary_.set_final_test_accuracy(-1);
-    std::vector<std::string> argv = WorkerArgv(0, addrs);
+    std::vector<std::string> argv = WorkerArgv(0, addrs, "evaluate");
     argv.push_back("--evaluate_only");
     const std::string log = o_.run_dir + "/evaluate.log";
     absl::StatusOr<std::unique_ptr<ps::ChildProcess>> p =

@@ -44,6 +44,10 @@ struct LaunchOptions {
   std::string server_binary;
   std::string worker_binary;
   absl::Duration ready_timeout = absl::Seconds(60);
+  // Every server and worker writes a Chrome trace to
+  // RUN_DIR/<process>.trace.json; at the end they are merged into
+  // RUN_DIR/trace.json.
+  bool trace = false;
   // Between progress updates; on a terminal the line is rewritten in place.
   absl::Duration progress_every = absl::Seconds(1);
 };

@@ -153,6 +153,11 @@ absl::StatusOr<shardps::WorkerSummary> Train(ps::Client& client,
   lo.seed = options.seed;
   lo.reader_threads = options.reader_threads;
   lo.prefetch_batches = options.prefetch_batches;
+  if (options.tracer != nullptr) {
+    lo.on_read = [tracer = options.tracer](absl::Time start, absl::Time end) {
+      tracer->Record("read", "loader", start, end);
+    };
+  }
   absl::StatusOr<std::unique_ptr<loader::Loader>> batches =
       loader::MakeLoader(options.loader, *train, lo);
   if (!batches.ok()) return batches.status();
@@ -292,6 +297,11 @@ absl::StatusOr<shardps::WorkerSummary> Train(ps::Client& client,
       if (*batch == nullptr) break;
       if (summary.steps() == first_step) {
         train_start = absl::Now();
+        if (ps::Tracer* t = options.tracer; t != nullptr) {
+          t->Record("init", "worker", process_start, train_start);
+          t->Record("open_data", "worker", data_start, table_start);
+          t->Record("create_table", "worker", table_start, table_done);
+        }
         summary.set_init_seconds(Seconds(train_start - process_start));
         summary.set_init_startup_seconds(Seconds(data_start - process_start));
         summary.set_init_first_batch_seconds(Seconds(train_start - table_done));
@@ -323,6 +333,12 @@ absl::StatusOr<shardps::WorkerSummary> Train(ps::Client& client,
         return s;
       }
       const absl::Time t4 = absl::Now();
+      if (ps::Tracer* t = options.tracer; t != nullptr) {
+        t->Record("wait_for_data", "worker", t0, t1);
+        t->Record("pull", "worker", t1, t2);
+        t->Record("compute", "worker", t2, t3);
+        t->Record("push", "worker", t3, t4);
+      }
       summary.set_read_seconds(summary.read_seconds() + Seconds(t1 - t0));
       summary.set_pull_seconds(summary.pull_seconds() + Seconds(t2 - t1));
       summary.set_compute_seconds(summary.compute_seconds() + Seconds(t3 - t2));
@@ -365,6 +381,7 @@ absl::StatusOr<shardps::WorkerSummary> Train(ps::Client& client,
     if (epoch == 0) summary.set_first_epoch_loss(mean);
     summary.set_last_epoch_loss(mean);
     if (test != nullptr) {
+      ps::TraceSpan span(options.tracer, "evaluate", "worker");
       const uint64_t pulled_before = client.pull_bytes();
       if (absl::Status s = client.Pull(options.table, 0, p, params.data());
           !s.ok()) {
@@ -401,6 +418,7 @@ absl::StatusOr<shardps::WorkerSummary> Train(ps::Client& client,
 
 absl::StatusOr<double> Evaluate(ps::Client& client,
                                 const TrainerOptions& options) {
+  ps::TraceSpan span(options.tracer, "evaluate", "worker");
   absl::StatusOr<model::MlpSpec> spec = model::ParseModelSpec(options.model);
   if (!spec.ok()) return spec.status();
   const model::Mlp mlp(*std::move(spec));

@@ -15,6 +15,7 @@
 #include "absl/time/time.h"
 #include "proto/summary.pb.h"
 #include "ps/client.h"
+#include "ps/trace.h"
 
 namespace worker {
 
@@ -36,6 +37,9 @@ struct TrainerOptions {
   shardps::ConsistencyConfig consistency;
   // The client's --compression, recorded in the summary.
   std::string compression = "none";
+  // Spans of the worker's phases (init, read, wait_for_data, pull, compute,
+  // push, evaluate) go here (ps/trace.h); null: none.
+  ps::Tracer* tracer = nullptr;
   int epochs = 1;
   uint64_t seed = 1;
   int reader_threads = 4;

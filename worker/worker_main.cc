@@ -111,6 +111,12 @@ ABSL_FLAG(bool, evaluate_only, false,
           "accuracy on DATA/test and write RUN_DIR/evaluation.json (e.g. "
           "after an asynchronous run, whose last worker to finish is not "
           "necessarily rank 0).");
+ABSL_FLAG(std::string, trace, "",
+          "Write a Chrome trace (Perfetto, chrome://tracing) of this "
+          "worker's phases and of every chunk call to this file, rewritten "
+          "every 10 s and at exit.");
+ABSL_FLAG(std::string, trace_name, "",
+          "The process's name in the --trace file; empty: worker-RANK.");
 ABSL_FLAG(double, emulate_compute_ms, 0,
           "EMULATION for cluster experiments: replace each step's "
           "forward/backward with a wait of this many ms and push a zero "
@@ -179,7 +185,22 @@ int main(int argc, char** argv) {
         "servers refuse the steps a rejoining worker would do again"));
   }
 
+  std::unique_ptr<ps::Tracer> tracer;
+  if (const std::string path = absl::GetFlag(FLAGS_trace); !path.empty()) {
+    std::string name = absl::GetFlag(FLAGS_trace_name);
+    if (name.empty()) name = absl::StrCat("worker-", rw->rank);
+    absl::StatusOr<std::unique_ptr<ps::Tracer>> t =
+        ps::Tracer::Open({path, name});
+    if (!t.ok()) {
+      return Fail(absl::InvalidArgumentError(
+          absl::StrCat("--trace: ", t.status().message())));
+    }
+    tracer = *std::move(t);
+    tracer->NameThread("main");
+  }
+
   ps::ClientOptions co;
+  co.tracer = tracer.get();
   co.server_addrs = *addrs;
   co.job = absl::GetFlag(FLAGS_job);
   co.worker = rw->rank;
@@ -213,6 +234,7 @@ int main(int argc, char** argv) {
   to.consistency = *consistency;
   to.lr_schedule = lr_schedule;
   to.compression = absl::GetFlag(FLAGS_compression);
+  to.tracer = tracer.get();
   to.epochs = absl::GetFlag(FLAGS_epochs);
   to.seed = absl::GetFlag(FLAGS_seed);
   to.reader_threads = absl::GetFlag(FLAGS_reader_threads);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "test_util.h"
 
 namespace loader {
@@ -109,6 +110,34 @@ TEST_P(LoaderTest, AnEpochMayBeLeftEarly) {
   ASSERT_TRUE(loader->Next().ok());
   ASSERT_TRUE(loader->Next().ok());
   EXPECT_EQ(Epoch(*loader, 1).size(), loader->partition_size());
+}
+
+TEST_P(LoaderTest, ReportsItsReadsForTraces) {
+  absl::Mutex mu;
+  int reads = 0;
+  absl::Duration total;
+  LoaderOptions o;
+  o.batch_size = 10;
+  o.reader_threads = 3;
+  o.on_read = [&](absl::Time start, absl::Time end) {
+    absl::MutexLock lock(&mu);
+    ++reads;
+    EXPECT_LE(start, end);
+    total += end - start;
+  };
+  absl::StatusOr<std::unique_ptr<Loader>> loader = GetParam().make(dataset_, o);
+  ASSERT_TRUE(loader.ok()) << loader.status();
+  EXPECT_EQ(Epoch(**loader, 0).size(), static_cast<size_t>(kSamples));
+  loader->reset();  // joins the reader threads
+  absl::MutexLock lock(&mu);
+  // The sequential loader reads each of the 4 shards once; the parallel one
+  // reads every batch, in up to 3 parts.
+  if (std::string(GetParam().name) == "sequential") {
+    EXPECT_EQ(reads, 4);
+  } else {
+    EXPECT_GE(reads, (kSamples + 9) / 10);
+  }
+  EXPECT_GT(total, absl::ZeroDuration());
 }
 
 TEST_P(LoaderTest, CorruptRecordIsAnErrorNamingFileAndOffset) {

@@ -11,11 +11,14 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
 #include "launch_util.h"
 #include "ps/child_process.h"
 #include "ps/server_process.h"
@@ -115,6 +118,43 @@ TEST_F(LauncherTest, SyncRunKeepsEveryWorkerOnTheSameClock) {
   // float32, plus a few dozen bytes of message headers per shard.
   EXPECT_GE(sum.bytes_per_step(), 2 * 652);
   EXPECT_LT(sum.bytes_per_step(), 2 * 652 + 200);
+}
+
+TEST_F(LauncherTest, TraceMergesEveryProcessesSpansOnOneClock) {
+  const std::string run = dir_ + "/run";
+  const int64_t before = absl::ToUnixMicros(absl::Now());
+  absl::Status s = Launch({"--servers=2", "--workers=2", "--trace",
+                           "--run_dir=" + run, "--data=" + dir_ + "/data", "--",
+                           "--model=mlp:16-8-3", "--batch=32", "--epochs=1"});
+  ASSERT_TRUE(s.ok()) << s << testutil::ReadFile(dir_ + "/launch.log");
+  const int64_t after = absl::ToUnixMicros(absl::Now());
+  google::protobuf::Struct trace;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(
+                  testutil::ReadFile(run + "/trace.json"), &trace)
+                  .ok());
+  std::set<std::string> spans, processes;
+  for (const google::protobuf::Value& v :
+       trace.fields().at("traceEvents").list_value().values()) {
+    const auto& e = v.struct_value().fields();
+    if (e.at("name").string_value() == "process_name") {
+      processes.insert(
+          e.at("args").struct_value().fields().at("name").string_value());
+    }
+    if (e.at("ph").string_value() != "X") continue;
+    spans.insert(e.at("name").string_value());
+    // Every process's clock is the same realtime clock.
+    EXPECT_GE(e.at("ts").number_value(), before) << e.at("name").string_value();
+    EXPECT_LE(e.at("ts").number_value() + e.at("dur").number_value(), after);
+  }
+  EXPECT_EQ(processes,
+            (std::set<std::string>{"server-0", "server-1", "worker-0",
+                                   "worker-1", "evaluate"}));
+  for (const char* kind :
+       {"init", "open_data", "create_table", "read", "wait_for_data", "pull",
+        "compute", "push", "evaluate", "pull_rpc", "push_rpc", "handle_pull",
+        "handle_push"}) {
+    EXPECT_EQ(spans.count(kind), 1u) << kind << " missing";
+  }
 }
 
 TEST(SteadySamplesPerSecondTest, CountsOnlyTheWindowWhereAllWorkersTrain) {
