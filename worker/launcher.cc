@@ -24,6 +24,7 @@
 #include "ps/server_process.h"
 #include "ps/trace.h"
 #include "worker/json_file.h"
+#include "worker/progress_line.h"
 #include "worker/ssh_cluster.h"
 
 namespace worker {
@@ -135,7 +136,7 @@ class Run {
     const absl::Time start = absl::Now();
     const CpuTimes cpu0 = ReadCpuTimes();
     absl::Status status = StartAndMonitor();
-    if (tty_progress_ && progress_shown_) std::fputs("\n", stderr);
+    progress_.End();
     // Workers first, so none sees its servers vanish; then the servers.
     for (size_t r = 0; r < workers_.size(); ++r) {
       if (workers_[r]->running()) {
@@ -308,9 +309,9 @@ class Run {
         ReadJsonFile(o_.run_dir + "/evaluation.json", &evaluation).ok()) {
       summary_.set_final_test_accuracy(evaluation.test_accuracy());
     } else {
-      std::fprintf(stderr,
-                   "shardps-launch: the final evaluation failed (%s); see %s\n",
-                   std::string(ended->message()).c_str(), log.c_str());
+      progress_.Print(
+          absl::StrCat("shardps-launch: the final evaluation failed (",
+                       ended->message(), "); see ", log));
     }
     return absl::OkStatus();
   }
@@ -372,19 +373,14 @@ class Run {
             "done; %d steps (%.0f/s)",
             elapsed, o_.servers, running - training, training,
             o_.workers - running, steps, steps / std::max(elapsed, 1e-9)));
-        next_progress =
-            now + (tty_progress_ ? o_.progress_every : 10 * o_.progress_every);
+        next_progress = now + (progress_.terminal() ? o_.progress_every
+                                                    : 10 * o_.progress_every);
       }
     }
   }
 
   void Progress(const std::string& line) {
-    if (tty_progress_) {
-      std::fprintf(stderr, "\r\033[Kshardps-launch: %s", line.c_str());
-    } else {
-      std::fprintf(stderr, "shardps-launch: %s\n", line.c_str());
-    }
-    progress_shown_ = true;
+    progress_.Update("shardps-launch: " + line);
   }
 
   // Fills the summary from the processes and the workers' summaries.
@@ -467,8 +463,8 @@ class Run {
 
   const LaunchOptions& o_;
   const StopWait& wait_for_stop_;
-  const bool tty_progress_ = isatty(STDERR_FILENO) != 0;
-  bool progress_shown_ = false;
+  // One line rewritten in place on a terminal, a line per update otherwise.
+  ProgressLine progress_{stderr, isatty(STDERR_FILENO) != 0};
   // A server started here (with its port file) or through a remote shell.
   struct ServerRun {
     std::unique_ptr<ps::ServerProcess> spawned;

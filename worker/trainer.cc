@@ -17,6 +17,7 @@
 #include "loader/loader.h"
 #include "model/mlp.h"
 #include "worker/json_file.h"
+#include "worker/progress_line.h"
 
 namespace worker {
 namespace {
@@ -274,6 +275,8 @@ absl::StatusOr<shardps::WorkerSummary> Train(ps::Client& client,
   const uint64_t first_epoch_step = position->epoch_step();
   absl::Time train_start;
   uint64_t evaluation_pull_bytes = 0;
+  // Rewritten in place on a terminal, a line per update in a log.
+  ProgressLine progress(stderr, isatty(STDERR_FILENO) != 0);
   for (int epoch = first_epoch;
        epoch < options.epochs && summary.steps() < total_steps; ++epoch) {
     if (absl::Status s = (*batches)->StartEpoch(epoch); !s.ok()) return s;
@@ -367,11 +370,10 @@ absl::StatusOr<shardps::WorkerSummary> Train(ps::Client& client,
         const double rate = summary.samples() / std::max(elapsed, 1e-9);
         const double left_steps =
             static_cast<double>(total_steps - summary.steps());
-        absl::FPrintF(stderr,
-                      "worker %d: epoch %d step %d loss %.4f %.0f samples/s "
-                      "ETA %.0f s\n",
-                      options.rank, epoch, summary.steps(), loss, rate,
-                      left_steps * options.batch / std::max(rate, 1e-9));
+        progress.Update(absl::StrFormat(
+            "worker %d: epoch %d step %d loss %.4f %.0f samples/s ETA %.0f s",
+            options.rank, epoch, summary.steps(), loss, rate,
+            left_steps * options.batch / std::max(rate, 1e-9)));
       }
     }
     if (absl::Status s = save_position(epoch + 1, 0, summary); !s.ok()) {
@@ -392,13 +394,12 @@ absl::StatusOr<shardps::WorkerSummary> Train(ps::Client& client,
           TestAccuracy(mlp, params.data(), *test, &*eval_ws);
       if (!acc.ok()) return acc.status();
       summary.set_test_accuracy(*acc);
-      absl::FPrintF(stderr,
-                    "worker %d: epoch %d done, mean loss %.4f, test accuracy "
-                    "%.4f\n",
-                    options.rank, epoch, mean, *acc);
+      progress.Print(absl::StrFormat(
+          "worker %d: epoch %d done, mean loss %.4f, test accuracy %.4f",
+          options.rank, epoch, mean, *acc));
     } else {
-      absl::FPrintF(stderr, "worker %d: epoch %d done, mean loss %.4f\n",
-                    options.rank, epoch, mean);
+      progress.Print(absl::StrFormat("worker %d: epoch %d done, mean loss %.4f",
+                                     options.rank, epoch, mean));
     }
   }
   // The steps' traffic only, not the evaluations'.
