@@ -352,17 +352,9 @@ class Client::BulkOp : public std::enable_shared_from_this<BulkOp> {
     }
     // The 16-bit decoders read one contiguous run.
     PooledBuffer gathered;
-    const char* in = split.bulk.empty() ? "" : split.bulk[0].data();
-    if (split.bulk.size() > 1) {
-      gathered = client_.push_buffers_.Acquire(got);
-      char* dst = gathered.data();
-      for (absl::string_view piece : split.bulk) {
-        std::memcpy(dst, piece.data(), piece.size());
-        dst += piece.size();
-      }
-      in = gathered.data();
-    }
-    return DecodeValues(encoding, in, n, out);
+    const absl::string_view in =
+        Contiguous(split.bulk, client_.push_buffers_, &gathered);
+    return DecodeValues(encoding, in.data(), n, out);
   }
 
   // Each call's context is destroyed here, in its own completion callback

@@ -141,18 +141,13 @@ int main(int argc, char** argv) {
     absl::FPrintF(stderr, "shardps-server: %s\n", s.ToString());
     return 2;
   }
-  std::unique_ptr<ps::Tracer> tracer;
-  if (const std::string path = absl::GetFlag(FLAGS_trace); !path.empty()) {
-    absl::StatusOr<std::unique_ptr<ps::Tracer>> t =
-        ps::Tracer::Open({path, absl::GetFlag(FLAGS_trace_name)});
-    if (!t.ok()) {
-      absl::FPrintF(stderr, "shardps-server: --trace: %s\n",
-                    t.status().ToString());
-      return 2;
-    }
-    tracer = *std::move(t);
-    options.tracer = tracer.get();
+  absl::StatusOr<std::unique_ptr<ps::Tracer>> tracer = ps::OpenTraceFlag(
+      absl::GetFlag(FLAGS_trace), absl::GetFlag(FLAGS_trace_name));
+  if (!tracer.ok()) {
+    absl::FPrintF(stderr, "shardps-server: %s\n", tracer.status().ToString());
+    return 2;
   }
+  options.tracer = tracer->get();
   absl::StatusOr<std::unique_ptr<ps::Server>> server =
       ps::Server::Start(options);
   if (!server.ok()) {

@@ -214,18 +214,9 @@ absl::Status ParameterService::DecodePush(
         EncodedBytes(encoding, n)));
   }
   PooledBuffer gathered;
-  const char* in = bulk.empty() ? "" : bulk[0].data();
-  if (bulk.size() > 1) {
-    gathered = scratch_buffers_.Acquire(bulk_bytes);
-    char* dst = gathered.data();
-    for (absl::string_view piece : bulk) {
-      std::memcpy(dst, piece.data(), piece.size());
-      dst += piece.size();
-    }
-    in = gathered.data();
-  }
+  const absl::string_view in = Contiguous(bulk, scratch_buffers_, &gathered);
   *decoded = scratch_buffers_.Acquire(n * sizeof(float));
-  return DecodeValues(encoding, in, n,
+  return DecodeValues(encoding, in.data(), n,
                       reinterpret_cast<float*>(decoded->data()));
 }
 

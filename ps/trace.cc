@@ -15,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "ps/atomic_file.h"
 
 namespace ps {
 namespace {
@@ -41,21 +42,6 @@ std::string Quoted(absl::string_view s) {
     }
   }
   return out + "\"";
-}
-
-absl::Status WriteWhole(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  std::ofstream out(tmp, std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) {
-    return absl::UnavailableError(absl::StrCat("cannot write trace ", tmp));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot rename ", tmp, " to ", path));
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace
@@ -175,7 +161,19 @@ absl::Status Tracer::Flush() {
                         "\n],\n\"displayTimeUnit\":\"ms\",\"otherData\":{"
                         "\"process\":%s,\"dropped_events\":%d}}\n",
                         Quoted(options_.process_name), dropped);
-  return WriteWhole(options_.path, text);
+  return WriteFileAtomically(options_.path, text);
+}
+
+absl::StatusOr<std::unique_ptr<Tracer>> OpenTraceFlag(
+    const std::string& path, const std::string& process_name) {
+  if (path.empty()) return nullptr;
+  absl::StatusOr<std::unique_ptr<Tracer>> tracer =
+      Tracer::Open({path, process_name});
+  if (!tracer.ok()) {
+    return absl::Status(tracer.status().code(),
+                        absl::StrCat("--trace: ", tracer.status().message()));
+  }
+  return tracer;
 }
 
 absl::Status MergeTraces(const std::vector<std::string>& inputs,
@@ -222,7 +220,7 @@ absl::Status MergeTraces(const std::vector<std::string>& inputs,
     }
   }
   merged += "\n],\n\"displayTimeUnit\":\"ms\"}\n";
-  return WriteWhole(out, merged);
+  return WriteFileAtomically(out, merged);
 }
 
 }  // namespace ps

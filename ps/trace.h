@@ -118,6 +118,11 @@ class TraceSpan {
   const absl::Time start_;
 };
 
+// For a --trace flag: null when `path` is empty, else Tracer::Open, with an
+// error that names the flag.
+absl::StatusOr<std::unique_ptr<Tracer>> OpenTraceFlag(
+    const std::string& path, const std::string& process_name);
+
 // Joins Chrome trace files written by Tracers into one at `out` (their
 // events side by side, each process under its own pid). NOT_FOUND or
 // INVALID_ARGUMENT names a file that is missing or not such a trace.

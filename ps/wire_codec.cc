@@ -197,4 +197,19 @@ size_t WriteHeaderBefore(const google::protobuf::MessageLite& fields,
   return length;
 }
 
+absl::string_view Contiguous(absl::Span<const absl::string_view> pieces,
+                             BufferPool& pool, PooledBuffer* storage) {
+  if (pieces.empty()) return absl::string_view();
+  if (pieces.size() == 1) return pieces[0];
+  size_t total = 0;
+  for (absl::string_view piece : pieces) total += piece.size();
+  *storage = pool.Acquire(total);
+  char* dst = storage->data();
+  for (absl::string_view piece : pieces) {
+    std::memcpy(dst, piece.data(), piece.size());
+    dst += piece.size();
+  }
+  return absl::string_view(storage->data(), total);
+}
+
 }  // namespace ps

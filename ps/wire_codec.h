@@ -18,7 +18,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "google/protobuf/message_lite.h"
+#include "ps/buffer_pool.h"
 
 namespace ps {
 
@@ -57,6 +59,11 @@ grpc::ByteBuffer SerializeSmallMessage(
 size_t WriteHeaderBefore(const google::protobuf::MessageLite& fields,
                          int bulk_field, size_t payload_bytes,
                          char* payload_start);
+
+// The bytes of `pieces` as one contiguous run: the single piece itself, or
+// (for several) a copy in a buffer from `pool`, held by *storage.
+absl::string_view Contiguous(absl::Span<const absl::string_view> pieces,
+                             BufferPool& pool, PooledBuffer* storage);
 
 }  // namespace ps
 

@@ -21,6 +21,7 @@
 
 #include "loader/dataset.h"
 #include "ps/client.h"
+#include "ps/server.h"
 #include "ps/server_process.h"
 
 namespace testutil {
@@ -136,6 +137,26 @@ inline void WriteIdDataset(const std::string& dir, std::vector<float> rest,
 
 // Writes a synthetic data set with shardps-data into `out`; `flags` as on
 // its command line. The tool's exit code.
+// `n` servers of `job` in this process on free loopback ports; their
+// addresses go to *addrs. Empty (and a test failure) if one does not start.
+inline std::vector<std::unique_ptr<ps::Server>> StartLocalServers(
+    int n, const std::string& job, std::vector<std::string>* addrs) {
+  std::vector<std::unique_ptr<ps::Server>> servers;
+  addrs->clear();
+  for (int i = 0; i < n; ++i) {
+    ps::ServerOptions o;
+    o.host = "127.0.0.1";
+    o.port = 0;
+    o.job = job;
+    absl::StatusOr<std::unique_ptr<ps::Server>> s = ps::Server::Start(o);
+    EXPECT_TRUE(s.ok()) << s.status();
+    if (!s.ok()) return {};
+    addrs->push_back((*s)->address());
+    servers.push_back(*std::move(s));
+  }
+  return servers;
+}
+
 // `n` shardps-server processes of `job`, with their logs and port files in
 // `run_dir`; their addresses go to *addrs. Empty (and a test failure) if one
 // does not start.

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/json_util.h"
+#include "ps/atomic_file.h"
 
 namespace worker {
 
@@ -28,18 +29,8 @@ absl::Status WriteJsonFile(const google::protobuf::Message& message,
                            const std::string& path) {
   absl::StatusOr<std::string> json = ToJson(message);
   if (!json.ok()) return json.status();
-  // Written whole, then renamed into place: a reader (or a process killed
-  // mid-write) never sees half a file.
-  const std::string tmp = path + ".tmp";
-  std::ofstream out(tmp, std::ios::trunc);
-  out << *json << "\n";
-  out.close();
-  if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", tmp));
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot rename ", tmp, " to ", path));
-  }
-  return absl::OkStatus();
+  // A reader (or a process killed mid-write) never sees half a file.
+  return ps::WriteFileAtomically(path, *json + "\n");
 }
 
 absl::Status ReadJsonFile(const std::string& path,

@@ -185,22 +185,15 @@ int main(int argc, char** argv) {
         "servers refuse the steps a rejoining worker would do again"));
   }
 
-  std::unique_ptr<ps::Tracer> tracer;
-  if (const std::string path = absl::GetFlag(FLAGS_trace); !path.empty()) {
-    std::string name = absl::GetFlag(FLAGS_trace_name);
-    if (name.empty()) name = absl::StrCat("worker-", rw->rank);
-    absl::StatusOr<std::unique_ptr<ps::Tracer>> t =
-        ps::Tracer::Open({path, name});
-    if (!t.ok()) {
-      return Fail(absl::InvalidArgumentError(
-          absl::StrCat("--trace: ", t.status().message())));
-    }
-    tracer = *std::move(t);
-    tracer->NameThread("main");
-  }
+  std::string trace_name = absl::GetFlag(FLAGS_trace_name);
+  if (trace_name.empty()) trace_name = absl::StrCat("worker-", rw->rank);
+  absl::StatusOr<std::unique_ptr<ps::Tracer>> tracer =
+      ps::OpenTraceFlag(absl::GetFlag(FLAGS_trace), trace_name);
+  if (!tracer.ok()) return Fail(tracer.status());
+  if (*tracer != nullptr) (*tracer)->NameThread("main");
 
   ps::ClientOptions co;
-  co.tracer = tracer.get();
+  co.tracer = tracer->get();
   co.server_addrs = *addrs;
   co.job = absl::GetFlag(FLAGS_job);
   co.worker = rw->rank;
@@ -234,7 +227,7 @@ int main(int argc, char** argv) {
   to.consistency = *consistency;
   to.lr_schedule = lr_schedule;
   to.compression = absl::GetFlag(FLAGS_compression);
-  to.tracer = tracer.get();
+  to.tracer = tracer->get();
   to.epochs = absl::GetFlag(FLAGS_epochs);
   to.seed = absl::GetFlag(FLAGS_seed);
   to.reader_threads = absl::GetFlag(FLAGS_reader_threads);

@@ -16,6 +16,7 @@
 #include "ps/client.h"
 #include "ps/server.h"
 #include "ps/updater.h"
+#include "test_util.h"
 
 namespace ps {
 namespace {
@@ -23,16 +24,8 @@ namespace {
 class ConsistencyClusterTest : public testing::Test {
  protected:
   void SetUp() override {
-    for (int i = 0; i < 2; ++i) {
-      ServerOptions o;
-      o.host = "127.0.0.1";
-      o.port = 0;
-      o.job = "test";
-      absl::StatusOr<std::unique_ptr<Server>> s = Server::Start(o);
-      ASSERT_TRUE(s.ok()) << s.status();
-      addrs_.push_back((*s)->address());
-      servers_.push_back(*std::move(s));
-    }
+    servers_ = testutil::StartLocalServers(2, "test", &addrs_);
+    ASSERT_EQ(servers_.size(), 2u);
   }
 
   std::unique_ptr<Client> Connect(uint32_t worker) {

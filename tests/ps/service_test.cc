@@ -30,16 +30,8 @@ constexpr int kServers = 3;
 class ServiceTest : public testing::Test {
  protected:
   void SetUp() override {
-    for (int i = 0; i < kServers; ++i) {
-      ServerOptions o;
-      o.host = "127.0.0.1";
-      o.port = 0;
-      o.job = "test";
-      absl::StatusOr<std::unique_ptr<Server>> s = Server::Start(o);
-      ASSERT_TRUE(s.ok()) << s.status();
-      addrs_.push_back((*s)->address());
-      servers_.push_back(*std::move(s));
-    }
+    servers_ = testutil::StartLocalServers(kServers, "test", &addrs_);
+    ASSERT_EQ(servers_.size(), static_cast<size_t>(kServers));
   }
 
   std::unique_ptr<Client> Connect(size_t chunk_bytes = 1 << 20,
