@@ -12,6 +12,7 @@ packages=(
   nginx-light iproute2 procps python3-matplotlib  # the emulated cluster and experiments/
   slurm-wlm munge openmpi-bin docker-compose openssh-server  # deploy tests
   clang-14 libfuzzer-14-dev  # fuzz targets (tests/fuzz)
+  prometheus-cpp-dev prometheus  # --metrics_port and its scrape test
 )
 
 # kubectl may already come from another package (e.g. Google's); Debian's

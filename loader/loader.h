@@ -67,6 +67,11 @@ class Loader {
   // epoch is done. Bad data is an error naming the file and offset.
   virtual absl::StatusOr<const Batch*> Next() = 0;
 
+  // Batches of the epoch read and waiting for Next(): the prefetch queue's
+  // depth (for the SequentialLoader, which holds the whole partition in
+  // memory, the rest of the epoch).
+  virtual size_t ReadyBatches() = 0;
+
  protected:
   Loader(const Dataset& dataset, const LoaderOptions& options);
 

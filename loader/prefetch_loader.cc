@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <thread>
@@ -77,6 +78,14 @@ class PrefetchLoader final : public Loader {
     if (slot_batch_[slot] != want) return error_;
     ++current_;
     return &ring_[slot];
+  }
+
+  size_t ReadyBatches() override {
+    absl::MutexLock lock(&mu_);
+    return std::count_if(slot_batch_.begin(), slot_batch_.end(),
+                         [this](int64_t batch) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                           return batch >= static_cast<int64_t>(current_);
+                         });
   }
 
  private:

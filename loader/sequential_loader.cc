@@ -40,6 +40,11 @@ class SequentialLoader final : public Loader {
     return &batch_;
   }
 
+  size_t ReadyBatches() override {
+    const size_t left = order_.size() - next_;
+    return (left + options_.batch_size - 1) / options_.batch_size;
+  }
+
  private:
   // The whole data set, shard after shard, in one thread and in blocks of
   // about kBlockBytes: every record is read and checked; this worker's

@@ -64,6 +64,12 @@ absl::Status CheckOptions(const ClientOptions& o) {
   if (!shardps::ValueEncoding_IsValid(o.push_encoding)) {
     return absl::InvalidArgumentError("unknown push encoding");
   }
+  if (o.metrics != nullptr &&
+      o.metrics->num_shards() != static_cast<int>(o.server_addrs.size())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("client metrics have ", o.metrics->num_shards(),
+                     " shards for ", o.server_addrs.size(), " servers"));
+  }
   return absl::OkStatus();
 }
 
@@ -386,6 +392,11 @@ class Client::BulkOp : public std::enable_shared_from_this<BulkOp> {
       client_.options_.tracer->Record(is_push_ ? "push_rpc" : "pull_rpc",
                                       "client", started_[index], absl::Now(),
                                       "shard", chunk.shard);
+    }
+    if (client_.options_.metrics != nullptr) {
+      client_.options_.metrics->RecordCall(
+          is_push_, chunk.shard, status.ok(), calls_[index]->request.Length(),
+          calls_[index]->response.Length(), absl::Now() - started_[index]);
     }
     absl::Status result;
     if (!status.ok()) {
@@ -774,6 +785,7 @@ absl::Status Client::Retrying(absl::string_view what,
         stderr, "shardps client: %s failed: %s; retry in %s (gives up in %s)\n",
         what, s.message(), absl::FormatDuration(wait),
         absl::FormatDuration(give_up - now));
+    if (options_.metrics != nullptr) options_.metrics->RecordRetry();
     absl::SleepFor(wait);
     backoff = std::min(backoff * 2, kMaxBackoff);
     s = call();

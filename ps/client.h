@@ -35,6 +35,7 @@
 #include "absl/time/time.h"
 #include "proto/shardps.grpc.pb.h"
 #include "ps/buffer_pool.h"
+#include "ps/client_metrics.h"
 #include "ps/range_partition.h"
 #include "ps/security.h"
 #include "ps/trace.h"
@@ -63,6 +64,9 @@ struct ClientOptions {
   // A span per chunk call ("pull_rpc"/"push_rpc", with its shard) goes
   // here (ps/trace.h); null: none. Must outlive the client.
   Tracer* tracer = nullptr;
+  // Each chunk call and retry is counted here (ps/client_metrics.h), which
+  // must have a series per server; null: none. Must outlive the client.
+  ClientMetrics* metrics = nullptr;
   // Every call is retried on UNAVAILABLE (and on CANCELLED, which only a
   // server going away causes here) with exponential backoff (100 ms
   // doubling to 1 s, +-50% jitter) until this much time has passed, logging

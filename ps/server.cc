@@ -18,14 +18,30 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
       MakeServerCredentials(options.tls);
   if (!credentials.ok()) return credentials.status();
+  std::unique_ptr<Server> server = absl::WrapUnique(new Server(options));
   ServiceOptions service;
   service.job = options.job;
   service.auth_token = options.auth_token;
   service.limits = options.limits;
   service.drop_reply_fraction = options.drop_reply_fraction;
   service.tracer = options.tracer;
-  std::unique_ptr<Server> server = absl::WrapUnique(
-      new Server(options, std::make_unique<ParameterService>(service)));
+  if (options.metrics_port >= 0) {
+    absl::StatusOr<std::unique_ptr<MetricsEndpoint>> endpoint =
+        MetricsEndpoint::Start(options.host, options.metrics_port);
+    if (!endpoint.ok()) return endpoint.status();
+    server->metrics_endpoint_ = *std::move(endpoint);
+    server->metrics_ =
+        std::make_unique<ServerMetrics>(server->metrics_endpoint_->registry());
+    service.metrics = server->metrics_.get();
+  }
+  server->service_ = std::make_unique<ParameterService>(service);
+  if (server->metrics_endpoint_ != nullptr) {
+    server->metrics_endpoint_->AddCollector([service = server->service_.get()] {
+      shardps::StatsResponse stats;
+      service->FillStats(&stats);
+      return StatsFamilies(stats);
+    });
+  }
   if (!options.checkpoint.dir.empty()) {
     absl::StatusOr<std::unique_ptr<Checkpointer>> checkpointer =
         Checkpointer::Open(options.checkpoint, &server->service_->registry());
@@ -82,11 +98,14 @@ absl::Status Server::Shutdown(absl::Duration grace) {
 }
 
 Server::~Server() {
-  if (server_ == nullptr) return;
-  if (absl::Status s = Shutdown(absl::Seconds(1)); !s.ok()) {
-    absl::FPrintF(stderr, "shardps-server: last checkpoint failed: %s\n",
-                  s.ToString());
+  if (server_ != nullptr) {
+    if (absl::Status s = Shutdown(absl::Seconds(1)); !s.ok()) {
+      absl::FPrintF(stderr, "shardps-server: last checkpoint failed: %s\n",
+                    s.ToString());
+    }
   }
+  // No scrape may read the service once it goes.
+  if (metrics_endpoint_ != nullptr) metrics_endpoint_->Stop();
 }
 
 }  // namespace ps

@@ -13,7 +13,9 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "ps/checkpointer.h"
+#include "ps/metrics_endpoint.h"
 #include "ps/security.h"
+#include "ps/server_metrics.h"
 #include "ps/service.h"
 #include "ps/trace.h"
 
@@ -41,6 +43,9 @@ struct ServerOptions {
   // Spans of request handling go here (ps/trace.h); null: none. Must
   // outlive the server.
   Tracer* tracer = nullptr;
+  // Prometheus metrics (ps/server_metrics.h) served at
+  // http://host:metrics_port/metrics; 0: any free port; -1: none.
+  int metrics_port = -1;
 };
 
 class Server {
@@ -57,6 +62,10 @@ class Server {
   ~Server();
 
   int port() const { return port_; }
+  // The metrics endpoint's port; -1 without one.
+  int metrics_port() const {
+    return metrics_endpoint_ ? metrics_endpoint_->port() : -1;
+  }
   // "host:port" with the port actually bound.
   std::string address() const;
 
@@ -70,12 +79,15 @@ class Server {
   Checkpointer* checkpointer() { return checkpointer_.get(); }
 
  private:
-  Server(ServerOptions options, std::unique_ptr<ParameterService> service)
-      : options_(std::move(options)), service_(std::move(service)) {}
+  explicit Server(ServerOptions options) : options_(std::move(options)) {}
 
   const ServerOptions options_;
+  // Declared first, to outlive the service that counts into them; the
+  // endpoint stops serving (its collector reads the service) in ~Server.
+  std::unique_ptr<MetricsEndpoint> metrics_endpoint_;
+  std::unique_ptr<ServerMetrics> metrics_;
   // Declared before server_ so that they outlive it.
-  const std::unique_ptr<ParameterService> service_;
+  std::unique_ptr<ParameterService> service_;
   std::unique_ptr<Checkpointer> checkpointer_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;

@@ -60,6 +60,11 @@ ABSL_FLAG(std::string, trace, "",
           "handling to this file, rewritten every 10 s and at exit.");
 ABSL_FLAG(std::string, trace_name, "shardps-server",
           "The process's name in the --trace file.");
+ABSL_FLAG(int, metrics_port, -1,
+          "Serve Prometheus metrics (requests, bytes and latency per method, "
+          "applied updates, per-worker clock lag) at "
+          "http://HOST:PORT/metrics on --host; 0 picks any free port; -1: "
+          "no metrics endpoint.");
 ABSL_FLAG(double, shutdown_grace_s, 5,
           "Seconds in-flight calls get to finish on SIGTERM/SIGINT.");
 
@@ -84,6 +89,13 @@ int main(int argc, char** argv) {
                   port);
     return 2;
   }
+  const int metrics_port = absl::GetFlag(FLAGS_metrics_port);
+  if (metrics_port < -1 || metrics_port > 65535) {
+    absl::FPrintF(stderr,
+                  "shardps-server: --metrics_port=%d is not in -1..65535\n",
+                  metrics_port);
+    return 2;
+  }
   if (max_mb < 1 || max_mb > 1024) {
     absl::FPrintF(stderr,
                   "shardps-server: --max_message_mb=%d is not in 1..1024\n",
@@ -96,6 +108,7 @@ int main(int argc, char** argv) {
   options.port = port;
   options.job = absl::GetFlag(FLAGS_job);
   options.max_message_bytes = max_mb << 20;
+  options.metrics_port = metrics_port;
   if (absl::GetFlag(FLAGS_max_tables) < 1 ||
       absl::GetFlag(FLAGS_max_memory_mb) < 1 ||
       absl::GetFlag(FLAGS_max_concurrent_streams) < 0) {
@@ -164,6 +177,10 @@ int main(int argc, char** argv) {
   }
   absl::FPrintF(stderr, "shardps-server: job %s listening on %s\n", options.job,
                 (*server)->address());
+  if ((*server)->metrics_port() >= 0) {
+    absl::FPrintF(stderr, "shardps-server: metrics at http://%s:%d/metrics\n",
+                  options.host, (*server)->metrics_port());
+  }
 
   int signal = 0;
   sigwait(&stop_signals, &signal);

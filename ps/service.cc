@@ -44,9 +44,20 @@ bool ParameterService::DropReply() {
   return absl::Bernoulli(drop_random_, drop_reply_fraction_);
 }
 
-grpc::ServerUnaryReactor* ParameterService::Finish(
-    grpc::CallbackServerContext* context, const absl::Status& status) {
+void ParameterService::Record(RpcMethod method, absl::Time start,
+                              size_t bytes_in, size_t bytes_out,
+                              const absl::Status& status) {
   if (!status.ok()) rejected_requests_.fetch_add(1, std::memory_order_relaxed);
+  if (metrics_ != nullptr) {
+    metrics_->RecordCall(method, status.code(), bytes_in, bytes_out,
+                         absl::Now() - start);
+  }
+}
+
+grpc::ServerUnaryReactor* ParameterService::Finish(
+    grpc::CallbackServerContext* context, RpcMethod method, absl::Time start,
+    size_t bytes_in, size_t bytes_out, const absl::Status& status) {
+  Record(method, start, bytes_in, bytes_out, status);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(ToGrpcStatus(status));
   return reactor;
@@ -56,73 +67,86 @@ grpc::ServerUnaryReactor* ParameterService::CreateTable(
     grpc::CallbackServerContext* context,
     const shardps::CreateTableRequest* request,
     shardps::CreateTableResponse* response) {
-  if (absl::Status s = Admit(*context); !s.ok()) {
-    return Finish(context, s);
+  const absl::Time start = absl::Now();
+  absl::Status status = Admit(*context);
+  if (status.ok()) {
+    bool created = false;
+    absl::StatusOr<Table*> table = registry_.CreateTable(*request, &created);
+    if (table.ok()) {
+      response->set_begin((*table)->store->range().begin);
+      response->set_end((*table)->store->range().end);
+      response->set_created(created);
+    }
+    status = table.status();
   }
-  bool created = false;
-  absl::StatusOr<Table*> table = registry_.CreateTable(*request, &created);
-  if (table.ok()) {
-    response->set_begin((*table)->store->range().begin);
-    response->set_end((*table)->store->range().end);
-    response->set_created(created);
+  return Finish(context, RpcMethod::kCreateTable, start,
+                request->ByteSizeLong(), response->ByteSizeLong(), status);
+}
+
+void ParameterService::FillStats(shardps::StatsResponse* response) {
+  registry_.FillStats(response);
+  response->set_pull_requests(pull_requests_.load());
+  response->set_push_requests(push_requests_.load());
+  response->set_bytes_pulled(bytes_pulled_.load());
+  response->set_bytes_pushed(bytes_pushed_.load());
+  response->set_rejected_requests(rejected_requests_.load());
+  response->set_duplicate_pushes(registry_.DuplicatePushes());
+  if (checkpointer_ != nullptr) {
+    response->set_checkpoints_written(checkpointer_->written());
   }
-  return Finish(context, table.status());
 }
 
 grpc::ServerUnaryReactor* ParameterService::Stats(
     grpc::CallbackServerContext* context, const shardps::StatsRequest* request,
     shardps::StatsResponse* response) {
+  const absl::Time start = absl::Now();
   absl::Status status = Admit(*context);
   if (status.ok()) status = registry_.CheckJob(request->job());
-  if (status.ok()) {
-    registry_.FillStats(response);
-    response->set_pull_requests(pull_requests_.load());
-    response->set_push_requests(push_requests_.load());
-    response->set_bytes_pulled(bytes_pulled_.load());
-    response->set_bytes_pushed(bytes_pushed_.load());
-    response->set_rejected_requests(rejected_requests_.load());
-    response->set_duplicate_pushes(registry_.DuplicatePushes());
-    if (checkpointer_ != nullptr) {
-      response->set_checkpoints_written(checkpointer_->written());
-    }
-  }
-  return Finish(context, status);
+  if (status.ok()) FillStats(response);
+  return Finish(context, RpcMethod::kStats, start, request->ByteSizeLong(),
+                response->ByteSizeLong(), status);
 }
 
 grpc::ServerUnaryReactor* ParameterService::Pull(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
+  const absl::Time start = absl::Now();
   pull_requests_.fetch_add(1, std::memory_order_relaxed);
+  const size_t bytes_in = request->Length();
   if (absl::Status s = Admit(*context); !s.ok()) {
-    return Finish(context, s);
+    return Finish(context, RpcMethod::kPull, start, bytes_in, 0, s);
   }
   // A pull that must wait for other workers (sync, ssp) is answered later,
   // from the thread that releases it; the reactor stays open meanwhile.
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  HandlePull(*request, response, [this, reactor](absl::Status status) {
-    if (status.ok() && DropReply()) {
-      status = absl::UnavailableError("FAULT INJECTION: pull reply dropped");
-    }
-    if (!status.ok()) {
-      rejected_requests_.fetch_add(1, std::memory_order_relaxed);
-    }
-    reactor->Finish(ToGrpcStatus(status));
-  });
+  HandlePull(*request, response,
+             [this, reactor, response, start, bytes_in](absl::Status status) {
+               if (status.ok() && DropReply()) {
+                 status = absl::UnavailableError(
+                     "FAULT INJECTION: pull reply dropped");
+               }
+               Record(RpcMethod::kPull, start, bytes_in,
+                      status.ok() ? response->Length() : 0, status);
+               reactor->Finish(ToGrpcStatus(status));
+             });
   return reactor;
 }
 
 grpc::ServerUnaryReactor* ParameterService::Push(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
+  const absl::Time start = absl::Now();
   push_requests_.fetch_add(1, std::memory_order_relaxed);
+  const size_t bytes_in = request->Length();
   if (absl::Status s = Admit(*context); !s.ok()) {
-    return Finish(context, s);
+    return Finish(context, RpcMethod::kPush, start, bytes_in, 0, s);
   }
   absl::Status status = HandlePush(*request, response);
   if (status.ok() && DropReply()) {
     status = absl::UnavailableError("FAULT INJECTION: push reply dropped");
   }
-  return Finish(context, status);
+  return Finish(context, RpcMethod::kPush, start, bytes_in,
+                status.ok() ? response->Length() : 0, status);
 }
 
 void ParameterService::HandlePull(const grpc::ByteBuffer& request,

@@ -23,6 +23,7 @@
 #include "proto/shardps.grpc.pb.h"
 #include "ps/buffer_pool.h"
 #include "ps/checkpointer.h"
+#include "ps/server_metrics.h"
 #include "ps/table_registry.h"
 #include "ps/trace.h"
 
@@ -46,6 +47,8 @@ struct ServiceOptions {
   double drop_reply_fraction = 0;
   // Spans of request handling (ps/trace.h); null: none.
   Tracer* tracer = nullptr;
+  // Every answered call is counted here (ps/server_metrics.h); null: none.
+  ServerMetrics* metrics = nullptr;
 };
 
 class ParameterService final : public ParameterServiceBase {
@@ -54,7 +57,8 @@ class ParameterService final : public ParameterServiceBase {
       : registry_(options.job, options.limits),
         auth_token_(std::move(options.auth_token)),
         drop_reply_fraction_(options.drop_reply_fraction),
-        tracer_(options.tracer) {}
+        tracer_(options.tracer),
+        metrics_(options.metrics) {}
 
   TableRegistry& registry() { return registry_; }
   // From now on every call is answered UNAVAILABLE ("shutting down"), which
@@ -68,6 +72,9 @@ class ParameterService final : public ParameterServiceBase {
   void set_checkpointer(const Checkpointer* checkpointer) {
     checkpointer_ = checkpointer;
   }
+
+  // What the Stats RPC answers: tables, request and byte counts.
+  void FillStats(shardps::StatsResponse* response);
 
   grpc::ServerUnaryReactor* CreateTable(
       grpc::CallbackServerContext* context,
@@ -112,14 +119,21 @@ class ParameterService final : public ParameterServiceBase {
                           size_t bulk_bytes, PooledBuffer* decoded);
   // True when fault injection says to lose this call's reply.
   bool DropReply();
-  // Finishes a call with `status`, counting rejections.
+  // Counts a call that arrived at `start` and is answered with `status`
+  // (rejections, and in the metrics).
+  void Record(RpcMethod method, absl::Time start, size_t bytes_in,
+              size_t bytes_out, const absl::Status& status);
+  // Records the call and finishes it with `status`.
   grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* context,
+                                   RpcMethod method, absl::Time start,
+                                   size_t bytes_in, size_t bytes_out,
                                    const absl::Status& status);
 
   TableRegistry registry_;
   const std::string auth_token_;
   const double drop_reply_fraction_;
   Tracer* const tracer_;
+  ServerMetrics* const metrics_;
   std::atomic<bool> draining_{false};
   absl::Mutex drop_mu_;
   absl::BitGen drop_random_ ABSL_GUARDED_BY(drop_mu_);

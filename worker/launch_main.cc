@@ -65,6 +65,11 @@ ABSL_FLAG(bool, trace, false,
           "Every server and worker writes a Chrome trace; at the end they are "
           "merged into RUN_DIR/trace.json (open it in Perfetto or "
           "chrome://tracing).");
+ABSL_FLAG(int, metrics_port, 0,
+          "> 0: every server and worker serves Prometheus metrics on its "
+          "host, server i on this port + i, worker r on this port + "
+          "--servers + r, listed in RUN_DIR/prometheus-targets.json for "
+          "Prometheus' file_sd_configs. 0: none.");
 ABSL_FLAG(std::string, compression, "",
           "Given to every worker as --compression (none, fp16, bf16, "
           "onebit); empty: the worker's default.");
@@ -144,6 +149,7 @@ int main(int argc, char** argv) {
   o.job = absl::GetFlag(FLAGS_job);
   o.cluster = absl::GetFlag(FLAGS_cluster);
   o.trace = absl::GetFlag(FLAGS_trace);
+  o.metrics_port = absl::GetFlag(FLAGS_metrics_port);
   o.ready_timeout = absl::Seconds(absl::GetFlag(FLAGS_ready_timeout_s));
   o.progress_every = absl::Seconds(absl::GetFlag(FLAGS_progress_s));
   o.server_binary = ps::SiblingBinary("shardps-server");

@@ -19,6 +19,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "ps/atomic_file.h"
 #include "ps/child_process.h"
 #include "ps/client.h"
 #include "ps/server_process.h"
@@ -180,6 +181,9 @@ class Run {
         args.push_back(TraceFlag(name));
         args.push_back("--trace_name=" + name);
       }
+      if (o_.metrics_port > 0) {
+        args.push_back(absl::StrCat("--metrics_port=", o_.metrics_port + i));
+      }
       if (slot.remote) {
         // No port file across hosts: a fixed port, and the health check
         // below says when it serves.
@@ -215,6 +219,9 @@ class Run {
     }
     if (absl::Status s = WaitHealthy(addrs); !s.ok()) return s;
     Progress("servers healthy");
+    if (o_.metrics_port > 0) {
+      if (absl::Status s = WriteMetricsTargets(); !s.ok()) return s;
+    }
 
     for (int r = 0; r < o_.workers; ++r) {
       // On the worker's host: its namespace (emulated) or over ssh.
@@ -252,7 +259,39 @@ class Run {
       argv.push_back(TraceFlag(process));
       argv.push_back("--trace_name=" + process);
     }
+    if (o_.metrics_port > 0 && process != "evaluate") {
+      argv.push_back(
+          absl::StrCat("--metrics_port=", o_.metrics_port + o_.servers + rank));
+      argv.push_back("--metrics_host=" + o_.worker_hosts[rank].address);
+    }
     return argv;
+  }
+
+  // RUN_DIR/prometheus-targets.json: every process's metrics endpoint, in
+  // the format of Prometheus' file_sd_configs, labelled with its role and
+  // name.
+  absl::Status WriteMetricsTargets() {
+    std::vector<std::string> groups;
+    auto add = [&](const std::string& address, int port, const char* role,
+                   const std::string& process) {
+      groups.push_back(absl::StrFormat(
+          R"(  {"targets": ["%s:%d"], "labels": {"role": "%s", )"
+          R"("process": "%s", "shardps_job": "%s"}})",
+          address, port, role, process, o_.job));
+    };
+    for (int i = 0; i < o_.servers; ++i) {
+      const HostSlot& slot = o_.server_hosts[i];
+      add(slot.address, o_.metrics_port + i, "server",
+          absl::StrCat("server-", i));
+    }
+    for (int r = 0; r < o_.workers; ++r) {
+      add(o_.worker_hosts[r].address, o_.metrics_port + o_.servers + r,
+          "worker", absl::StrCat("worker-", r));
+    }
+    const std::string path = o_.run_dir + "/prometheus-targets.json";
+    Progress(absl::StrCat("metrics: Prometheus targets in ", path));
+    return ps::WriteFileAtomically(
+        path, absl::StrCat("[\n", absl::StrJoin(groups, ",\n"), "\n]\n"));
   }
 
   std::string TraceFlag(const std::string& process) const {
@@ -508,6 +547,12 @@ absl::StatusOr<shardps::RunSummary> Launch(const LaunchOptions& options,
   if (options.server_hosts.size() != static_cast<size_t>(options.servers) ||
       options.worker_hosts.size() != static_cast<size_t>(options.workers)) {
     return absl::InvalidArgumentError("one host slot per server and worker");
+  }
+  if (options.metrics_port < 0 ||
+      options.metrics_port + options.servers + options.workers > 65536) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--metrics_port=", options.metrics_port, " leaves no room for ",
+        options.servers + options.workers, " ports below 65536"));
   }
   if (options.loader != "sequential" && options.loader != "parallel") {
     return absl::InvalidArgumentError(absl::StrCat(

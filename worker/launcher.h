@@ -48,6 +48,11 @@ struct LaunchOptions {
   // RUN_DIR/<process>.trace.json; at the end they are merged into
   // RUN_DIR/trace.json.
   bool trace = false;
+  // > 0: every server and worker serves Prometheus metrics on its host,
+  // server i on port metrics_port + i, worker r on metrics_port + S + r;
+  // RUN_DIR/prometheus-targets.json lists them for Prometheus'
+  // file_sd_configs. 0: no metrics.
+  int metrics_port = 0;
   // Between progress updates; on a terminal the line is rewritten in place.
   absl::Duration progress_every = absl::Seconds(1);
 };

@@ -154,9 +154,11 @@ absl::StatusOr<shardps::WorkerSummary> Train(ps::Client& client,
   lo.seed = options.seed;
   lo.reader_threads = options.reader_threads;
   lo.prefetch_batches = options.prefetch_batches;
-  if (options.tracer != nullptr) {
-    lo.on_read = [tracer = options.tracer](absl::Time start, absl::Time end) {
-      tracer->Record("read", "loader", start, end);
+  if (options.tracer != nullptr || options.metrics != nullptr) {
+    lo.on_read = [tracer = options.tracer, metrics = options.metrics](
+                     absl::Time start, absl::Time end) {
+      if (tracer != nullptr) tracer->Record("read", "loader", start, end);
+      if (metrics != nullptr) metrics->RecordRead(end - start);
     };
   }
   absl::StatusOr<std::unique_ptr<loader::Loader>> batches =
@@ -341,6 +343,11 @@ absl::StatusOr<shardps::WorkerSummary> Train(ps::Client& client,
         t->Record("pull", "worker", t1, t2);
         t->Record("compute", "worker", t2, t3);
         t->Record("push", "worker", t3, t4);
+      }
+      if (options.metrics != nullptr) {
+        options.metrics->RecordStep(epoch, (*batch)->size, loss,
+                                    {t1 - t0, t2 - t1, t3 - t2, t4 - t3},
+                                    (*batches)->ReadyBatches());
       }
       summary.set_read_seconds(summary.read_seconds() + Seconds(t1 - t0));
       summary.set_pull_seconds(summary.pull_seconds() + Seconds(t2 - t1));

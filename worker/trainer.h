@@ -16,6 +16,7 @@
 #include "proto/summary.pb.h"
 #include "ps/client.h"
 #include "ps/trace.h"
+#include "worker/worker_metrics.h"
 
 namespace worker {
 
@@ -40,6 +41,9 @@ struct TrainerOptions {
   // Spans of the worker's phases (init, read, wait_for_data, pull, compute,
   // push, evaluate) go here (ps/trace.h); null: none.
   ps::Tracer* tracer = nullptr;
+  // Steps, their phases and the loader's queue are counted here
+  // (worker/worker_metrics.h); null: none.
+  WorkerMetrics* metrics = nullptr;
   int epochs = 1;
   uint64_t seed = 1;
   int reader_threads = 4;

@@ -13,6 +13,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "ps/client.h"
+#include "ps/client_metrics.h"
+#include "ps/metrics_endpoint.h"
 #include "ps/program.h"
 #include "ps/security.h"
 #include "ps/server_addrs.h"
@@ -20,6 +22,7 @@
 #include "worker/json_file.h"
 #include "worker/trainer.h"
 #include "worker/training_config.h"
+#include "worker/worker_metrics.h"
 
 ABSL_FLAG(std::string, server_addrs, "",
           "Parameter servers: host:port,... or a pattern with {i} plus "
@@ -117,6 +120,13 @@ ABSL_FLAG(std::string, trace, "",
           "every 10 s and at exit.");
 ABSL_FLAG(std::string, trace_name, "",
           "The process's name in the --trace file; empty: worker-RANK.");
+ABSL_FLAG(int, metrics_port, -1,
+          "Serve Prometheus metrics (step phases, loader queue and stalls, "
+          "per-shard call latency and bytes) at "
+          "http://--metrics_host:PORT/metrics; 0 picks any free port; -1: no "
+          "metrics endpoint.");
+ABSL_FLAG(std::string, metrics_host, "0.0.0.0",
+          "Address the metrics endpoint listens on.");
 ABSL_FLAG(double, emulate_compute_ms, 0,
           "EMULATION for cluster experiments: replace each step's "
           "forward/backward with a wait of this many ms and push a zero "
@@ -192,8 +202,34 @@ int main(int argc, char** argv) {
   if (!tracer.ok()) return Fail(tracer.status());
   if (*tracer != nullptr) (*tracer)->NameThread("main");
 
+  // Before the client and the trainer that count into it, so that it
+  // outlives them.
+  std::unique_ptr<ps::MetricsEndpoint> metrics_endpoint;
+  std::unique_ptr<ps::ClientMetrics> client_metrics;
+  std::unique_ptr<worker::WorkerMetrics> worker_metrics;
+  if (const int port = absl::GetFlag(FLAGS_metrics_port); port >= 0) {
+    absl::StatusOr<std::unique_ptr<ps::MetricsEndpoint>> endpoint =
+        ps::MetricsEndpoint::Start(absl::GetFlag(FLAGS_metrics_host), port);
+    if (!endpoint.ok()) {
+      return Fail(absl::Status(
+          endpoint.status().code(),
+          absl::StrCat("--metrics_port: ", endpoint.status().message())));
+    }
+    metrics_endpoint = *std::move(endpoint);
+    client_metrics = std::make_unique<ps::ClientMetrics>(
+        metrics_endpoint->registry(), static_cast<int>(addrs->size()));
+    worker_metrics =
+        std::make_unique<worker::WorkerMetrics>(metrics_endpoint->registry());
+    absl::FPrintF(stderr, "shardps-worker: metrics at http://%s:%d/metrics\n",
+                  absl::GetFlag(FLAGS_metrics_host), metrics_endpoint->port());
+  } else if (port < -1) {
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("--metrics_port=", port, " is not in -1..65535")));
+  }
+
   ps::ClientOptions co;
   co.tracer = tracer->get();
+  co.metrics = client_metrics.get();
   co.server_addrs = *addrs;
   co.job = absl::GetFlag(FLAGS_job);
   co.worker = rw->rank;
@@ -228,6 +264,7 @@ int main(int argc, char** argv) {
   to.lr_schedule = lr_schedule;
   to.compression = absl::GetFlag(FLAGS_compression);
   to.tracer = tracer->get();
+  to.metrics = worker_metrics.get();
   to.epochs = absl::GetFlag(FLAGS_epochs);
   to.seed = absl::GetFlag(FLAGS_seed);
   to.reader_threads = absl::GetFlag(FLAGS_reader_threads);

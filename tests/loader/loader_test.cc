@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "test_util.h"
 
 namespace loader {
@@ -138,6 +139,33 @@ TEST_P(LoaderTest, ReportsItsReadsForTraces) {
     EXPECT_GE(reads, (kSamples + 9) / 10);
   }
   EXPECT_GT(total, absl::ZeroDuration());
+}
+
+TEST_P(LoaderTest, ReportsTheBatchesReadAhead) {
+  std::unique_ptr<Loader> loader = Make(0, 1);
+  ASSERT_TRUE(loader->StartEpoch(0).ok());
+  const size_t batches = (kSamples + 9) / 10;
+  // The parallel loader's readers fill its ring of 4; the sequential one
+  // holds the whole epoch once StartEpoch returns.
+  const bool prefetch = std::string(GetParam().name) == "parallel";
+  const size_t full = prefetch ? 4 : batches;
+  const absl::Time give_up = absl::Now() + absl::Seconds(10);
+  while (loader->ReadyBatches() < full && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  EXPECT_EQ(loader->ReadyBatches(), full);
+  size_t taken = 0;
+  while (true) {
+    absl::StatusOr<const Batch*> b = loader->Next();
+    ASSERT_TRUE(b.ok()) << b.status();
+    if (*b == nullptr) break;
+    ++taken;
+    const size_t ready = loader->ReadyBatches();
+    EXPECT_LE(ready, std::min(full, batches - taken));
+    if (!prefetch) EXPECT_EQ(ready, batches - taken);
+  }
+  EXPECT_EQ(taken, batches);
+  EXPECT_EQ(loader->ReadyBatches(), 0u);
 }
 
 TEST_P(LoaderTest, CorruptRecordIsAnErrorNamingFileAndOffset) {

@@ -1,0 +1,142 @@
+#include "ps/server_metrics.h"
+
+#include <algorithm>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "ps/metrics_endpoint.h"
+
+namespace ps {
+
+const char* RpcMethodName(RpcMethod method) {
+  switch (method) {
+    case RpcMethod::kCreateTable:
+      return "CreateTable";
+    case RpcMethod::kPull:
+      return "Pull";
+    case RpcMethod::kPush:
+      return "Push";
+    case RpcMethod::kStats:
+      return "Stats";
+  }
+  return "unknown";
+}
+
+std::vector<double> LatencyBuckets() {
+  return {5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2,
+          5e-2, 0.1,  0.25,   0.5,  1,    2.5,    5,    10};
+}
+
+ServerMetrics::ServerMetrics(prometheus::Registry& registry)
+    : errors_(prometheus::BuildCounter()
+                  .Name("shardps_server_errors_total")
+                  .Help("Calls answered with an error, by method and status "
+                        "code.")
+                  .Register(registry)) {
+  auto& requests = prometheus::BuildCounter()
+                       .Name("shardps_server_requests_total")
+                       .Help("Calls answered, by method.")
+                       .Register(registry);
+  auto& received = prometheus::BuildCounter()
+                       .Name("shardps_server_received_bytes_total")
+                       .Help("Request bytes received, by method.")
+                       .Register(registry);
+  auto& sent = prometheus::BuildCounter()
+                   .Name("shardps_server_sent_bytes_total")
+                   .Help("Response bytes sent, by method.")
+                   .Register(registry);
+  auto& seconds =
+      prometheus::BuildHistogram()
+          .Name("shardps_server_request_seconds")
+          .Help(
+              "Time from a call's arrival to its answer, by method (a "
+              "pull's wait for other workers under sync or ssp included).")
+          .Register(registry);
+  for (int m = 0; m < kNumRpcMethods; ++m) {
+    const prometheus::Labels labels{
+        {"method", RpcMethodName(static_cast<RpcMethod>(m))}};
+    methods_[m] = {&requests.Add(labels), &received.Add(labels),
+                   &sent.Add(labels), &seconds.Add(labels, LatencyBuckets())};
+  }
+}
+
+void ServerMetrics::RecordCall(RpcMethod method, absl::StatusCode code,
+                               size_t bytes_in, size_t bytes_out,
+                               absl::Duration latency) {
+  PerMethod& m = methods_[static_cast<int>(method)];
+  m.requests->Increment();
+  m.received_bytes->Increment(static_cast<double>(bytes_in));
+  m.sent_bytes->Increment(static_cast<double>(bytes_out));
+  m.seconds->Observe(absl::ToDoubleSeconds(latency));
+  if (code != absl::StatusCode::kOk) {
+    // Rare: the label lookup is fine here.
+    errors_
+        .Add({{"method", RpcMethodName(method)},
+              {"code", absl::StatusCodeToString(code)}})
+        .Increment();
+  }
+}
+
+std::vector<prometheus::MetricFamily> StatsFamilies(
+    const shardps::StatsResponse& stats) {
+  using prometheus::MetricType;
+  auto keys =
+      MakeFamily("shardps_server_table_keys",
+                 "Keys of the table this shard owns.", MetricType::Gauge);
+  auto applied = MakeFamily(
+      "shardps_server_applied_updates_total",
+      "Updates applied to the table since the server started (under sync, "
+      "one per clock).",
+      MetricType::Counter);
+  auto clock =
+      MakeFamily("shardps_server_worker_clock",
+                 "The highest clock the worker has pushed.", MetricType::Gauge);
+  auto lag =
+      MakeFamily("shardps_server_worker_clock_lag",
+                 "Clocks the worker is behind the table's fastest worker.",
+                 MetricType::Gauge);
+  auto consistency = MakeFamily(
+      "shardps_server_consistency_clock",
+      "sync: clocks applied; ssp: clocks every worker has pushed; 0: async.",
+      MetricType::Gauge);
+  auto dropped = MakeFamily("shardps_server_dropped_workers",
+                            "Stragglers left out of the table's barrier.",
+                            MetricType::Gauge);
+  for (const shardps::TableStats& t : stats.tables()) {
+    const std::string& table = t.table();
+    AddSample(keys, {{"table", table}},
+              static_cast<double>(t.end() - t.begin()));
+    AddSample(applied, {{"table", table}},
+              static_cast<double>(t.version() - t.restored_version()));
+    AddSample(consistency, {{"table", table}},
+              static_cast<double>(t.consistency_clock()));
+    AddSample(dropped, {{"table", table}},
+              static_cast<double>(t.dropped_workers_size()));
+    uint64_t fastest = 0;
+    for (const shardps::WorkerClock& w : t.worker_clocks()) {
+      fastest = std::max(fastest, w.clock());
+    }
+    for (const shardps::WorkerClock& w : t.worker_clocks()) {
+      const std::string worker = absl::StrCat(w.worker());
+      AddSample(clock, {{"table", table}, {"worker", worker}},
+                static_cast<double>(w.clock()));
+      AddSample(lag, {{"table", table}, {"worker", worker}},
+                static_cast<double>(fastest - w.clock()));
+    }
+  }
+  auto duplicates =
+      MakeFamily("shardps_server_duplicate_pushes_total",
+                 "Retried pushes acknowledged without being applied again.",
+                 MetricType::Counter);
+  AddSample(duplicates, {}, static_cast<double>(stats.duplicate_pushes()));
+  auto checkpoints =
+      MakeFamily("shardps_server_checkpoints_written_total",
+                 "Checkpoints written since start.", MetricType::Counter);
+  AddSample(checkpoints, {}, static_cast<double>(stats.checkpoints_written()));
+  return {std::move(keys),       std::move(applied),     std::move(clock),
+          std::move(lag),        std::move(consistency), std::move(dropped),
+          std::move(duplicates), std::move(checkpoints)};
+}
+
+}  // namespace ps
