@@ -168,6 +168,11 @@ class Run {
 
  private:
   absl::Status StartAndMonitor() {
+    // First, so that Prometheus finds the processes as they start (it
+    // applies new targets within about 5 s).
+    if (o_.metrics_port > 0) {
+      if (absl::Status s = WriteMetricsTargets(); !s.ok()) return s;
+    }
     std::vector<std::string> addrs;
     for (int i = 0; i < o_.servers; ++i) {
       const HostSlot& slot = o_.server_hosts[i];
@@ -219,9 +224,6 @@ class Run {
     }
     if (absl::Status s = WaitHealthy(addrs); !s.ok()) return s;
     Progress("servers healthy");
-    if (o_.metrics_port > 0) {
-      if (absl::Status s = WriteMetricsTargets(); !s.ok()) return s;
-    }
 
     for (int r = 0; r < o_.workers; ++r) {
       // On the worker's host: its namespace (emulated) or over ssh.
