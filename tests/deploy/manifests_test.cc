@@ -12,6 +12,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "test_util.h"
 
 namespace {
@@ -31,13 +32,56 @@ TEST(ComposeTest, ConfigIsValidAndHasEveryRole) {
   std::tie(code, out) =
       Shell("docker-compose -f " + file + " config --services");
   EXPECT_EQ(code, 0) << out;
-  EXPECT_EQ(out, "data\nserver-0\nserver-1\nworker-0\nworker-1\n");
+  EXPECT_EQ(out, "data\nserver-0\nserver-1\nworker-0\nworker-1\nprometheus\n");
   std::tie(code, out) = Shell("docker-compose -f " + file + " config");
   // Workers name every server and wait for them and for the data.
   EXPECT_NE(out.find("--server_addrs=server-0:7070,server-1:7070"),
             std::string::npos)
       << out;
   EXPECT_NE(out.find("service_completed_successfully"), std::string::npos);
+  // Prometheus only with --profile monitoring, reading the scrape config
+  // whose targets are these services' metrics ports.
+  EXPECT_NE(out.find("- monitoring"), std::string::npos) << out;
+  EXPECT_NE(out.find("/deploy/prometheus/compose.yml:/etc/prometheus/"
+                     "prometheus.yml:ro"),
+            std::string::npos)
+      << out;
+  const std::string scrape =
+      testutil::ReadFile(kSource + "/deploy/prometheus/compose.yml");
+  for (const char* service : {"server-0", "server-1", "worker-0", "worker-1"}) {
+    EXPECT_NE(scrape.find(absl::StrCat("\"", service, ":9100\"")),
+              std::string::npos)
+        << service;
+  }
+  size_t with_metrics = 0;
+  for (size_t at = out.find("--metrics_port=9100"); at != std::string::npos;
+       at = out.find("--metrics_port=9100", at + 1)) {
+    ++with_metrics;
+  }
+  EXPECT_EQ(with_metrics, 4u) << out;
+}
+
+// The Prometheus scrape configs of deploy/prometheus, checked by Debian's
+// promtool; a broken one must fail, so the check is known to be able to.
+TEST(PrometheusConfigTest, ScrapeConfigsAreValid) {
+  if (access("/usr/bin/promtool", X_OK) != 0) {
+    GTEST_SKIP() << "promtool missing (deploy/install-deps.sh installs "
+                    "Debian's prometheus)";
+  }
+  for (const char* file : {"compose.yml", "kubernetes.yml"}) {
+    auto [code, out] = Shell(absl::StrCat("promtool check config ", kSource,
+                                          "/deploy/prometheus/", file));
+    EXPECT_EQ(code, 0) << file << ": " << out;
+  }
+  testutil::ScopedTempDir tmp("shardps-promtool");
+  const std::string broken = tmp.path() + "/broken.yml";
+  testutil::WriteFile(
+      broken,
+      absl::StrReplaceAll(
+          testutil::ReadFile(kSource + "/deploy/prometheus/compose.yml"),
+          {{"scrape_interval: 5s", "scrape_interval: five"}}));
+  auto [code, out] = Shell("promtool check config " + broken);
+  EXPECT_NE(code, 0) << out;
 }
 
 class KubernetesTest : public testing::Test {
@@ -62,7 +106,7 @@ TEST_F(KubernetesTest, RenderedManifestsMatchTheSchemas) {
   auto [code, out] = Shell(render_ + " | " + validate_);
   EXPECT_EQ(code, 0) << out;
   for (const char* object :
-       {"valid: Service/shardps (v1)",
+       {"valid: Service/shardps (v1)", "valid: Service/shardps-workers (v1)",
         "valid: StatefulSet/shardps-server (apps/v1)",
         "valid: Job/shardps-worker (batch/v1)", "valid: ConfigMap/"}) {
     EXPECT_NE(out.find(object), std::string::npos) << object << "\n" << out;
@@ -80,6 +124,37 @@ TEST_F(KubernetesTest, KustomizationSetsTheShapeAndTheSafetySettings) {
         "runAsNonRoot: true", "readOnlyRootFilesystem: true",
         "readinessProbe:\n          grpc:\n            port: 7070"}) {
     EXPECT_NE(out.find(want), std::string::npos) << want;
+  }
+  // Both roles serve metrics on a port named `metrics`, behind the headless
+  // Services that the Kubernetes scrape config resolves.
+  size_t metric_ports = 0;
+  for (size_t at = out.find("--metrics_port=9100"); at != std::string::npos;
+       at = out.find("--metrics_port=9100", at + 1)) {
+    ++metric_ports;
+  }
+  EXPECT_EQ(metric_ports, 2u) << out;
+  size_t named_ports = 0;
+  for (size_t at = out.find("- containerPort: 9100\n          name: metrics");
+       at != std::string::npos;
+       at =
+           out.find("- containerPort: 9100\n          name: metrics", at + 1)) {
+    ++named_ports;
+  }
+  EXPECT_EQ(named_ports, 2u) << out;
+  const std::string scrape =
+      testutil::ReadFile(kSource + "/deploy/prometheus/kubernetes.yml");
+  for (const char* service : {"shardps", "shardps-workers"}) {
+    EXPECT_NE(out.find(absl::StrCat("kind: Service\nmetadata:\n  labels:\n"
+                                    "    app.kubernetes.io/part-of: shardps\n"
+                                    "  name: ",
+                                    service, "\n")),
+              std::string::npos)
+        << service << "\n"
+        << out;
+    EXPECT_NE(scrape.find(
+                  absl::StrCat("\"", service, ".default.svc.cluster.local\"")),
+              std::string::npos)
+        << service;
   }
 }
 
