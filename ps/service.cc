@@ -47,10 +47,19 @@ bool ParameterService::DropReply() {
 void ParameterService::Record(RpcMethod method, absl::Time start,
                               size_t bytes_in, size_t bytes_out,
                               const absl::Status& status) {
-  if (!status.ok()) rejected_requests_.fetch_add(1, std::memory_order_relaxed);
+  const absl::Duration latency = absl::Now() - start;
+  MethodCounters& m = methods_[static_cast<int>(method)];
+  m.requests.fetch_add(1, std::memory_order_relaxed);
+  m.nanos.fetch_add(absl::ToInt64Nanoseconds(latency),
+                    std::memory_order_relaxed);
+  m.bytes_received.fetch_add(bytes_in, std::memory_order_relaxed);
+  m.bytes_sent.fetch_add(bytes_out, std::memory_order_relaxed);
+  if (!status.ok()) {
+    rejected_requests_.fetch_add(1, std::memory_order_relaxed);
+    m.errors.fetch_add(1, std::memory_order_relaxed);
+  }
   if (metrics_ != nullptr) {
-    metrics_->RecordCall(method, status.code(), bytes_in, bytes_out,
-                         absl::Now() - start);
+    metrics_->RecordCall(method, status.code(), bytes_in, bytes_out, latency);
   }
 }
 
@@ -94,6 +103,17 @@ void ParameterService::FillStats(shardps::StatsResponse* response) {
   if (checkpointer_ != nullptr) {
     response->set_checkpoints_written(checkpointer_->written());
   }
+  for (int i = 0; i < kNumRpcMethods; ++i) {
+    const MethodCounters& m = methods_[i];
+    shardps::MethodStats* out = response->add_methods();
+    out->set_method(RpcMethodName(static_cast<RpcMethod>(i)));
+    out->set_requests(m.requests.load());
+    out->set_errors(m.errors.load());
+    out->set_seconds(m.nanos.load() * 1e-9);
+    out->set_bytes_received(m.bytes_received.load());
+    out->set_bytes_sent(m.bytes_sent.load());
+  }
+  response->set_uptime_seconds(absl::ToDoubleSeconds(absl::Now() - started_));
 }
 
 grpc::ServerUnaryReactor* ParameterService::Stats(

@@ -13,6 +13,7 @@
 #ifndef SHARDPS_PS_SERVICE_H_
 #define SHARDPS_PS_SERVICE_H_
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <string>
@@ -145,6 +146,16 @@ class ParameterService final : public ParameterServiceBase {
   std::atomic<uint64_t> bytes_pulled_{0};
   std::atomic<uint64_t> bytes_pushed_{0};
   std::atomic<uint64_t> rejected_requests_{0};
+  // Per RpcMethod, for Stats' MethodStats.
+  struct MethodCounters {
+    std::atomic<uint64_t> requests{0};
+    std::atomic<uint64_t> errors{0};
+    std::atomic<int64_t> nanos{0};
+    std::atomic<uint64_t> bytes_received{0};
+    std::atomic<uint64_t> bytes_sent{0};
+  };
+  std::array<MethodCounters, kNumRpcMethods> methods_;
+  const absl::Time started_ = absl::Now();
 };
 
 }  // namespace ps

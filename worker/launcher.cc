@@ -22,6 +22,7 @@
 #include "ps/atomic_file.h"
 #include "ps/child_process.h"
 #include "ps/client.h"
+#include "ps/security.h"
 #include "ps/server_process.h"
 #include "ps/trace.h"
 #include "worker/json_file.h"
@@ -237,7 +238,36 @@ class Run {
       workers_.push_back(*std::move(w));
     }
     if (absl::Status s = Monitor(); !s.ok()) return s;
-    return EvaluateFinalModel(addrs);
+    absl::Status evaluated = EvaluateFinalModel(addrs);
+    RecordServerStats(addrs);
+    return evaluated;
+  }
+
+  // Each server's calls over the run (RunSummary.per_server), asked for
+  // before the servers stop. Missing figures are reported, not fatal.
+  void RecordServerStats(const std::vector<std::string>& addrs) {
+    ps::ClientOptions co;
+    co.server_addrs = addrs;
+    co.job = o_.job;
+    co.rpc_timeout = absl::Seconds(10);
+    absl::StatusOr<std::string> token = ps::ReadTokenFile(o_.auth_token_file);
+    if (token.ok()) co.auth_token = *token;
+    absl::StatusOr<std::unique_ptr<ps::Client>> client =
+        ps::Client::Connect(co);
+    absl::StatusOr<std::vector<shardps::StatsResponse>> stats =
+        client.ok() ? (*client)->Stats() : client.status();
+    if (!stats.ok()) {
+      std::fprintf(stderr, "shardps-launch: no server statistics: %s\n",
+                   stats.status().ToString().c_str());
+      return;
+    }
+    for (size_t i = 0; i < stats->size(); ++i) {
+      shardps::ServerSummary* server = summary_.add_per_server();
+      server->set_index(static_cast<int>(i));
+      server->set_address(addrs[i]);
+      server->set_uptime_seconds((*stats)[i].uptime_seconds());
+      *server->mutable_methods() = (*stats)[i].methods();
+    }
   }
 
   // The command of worker `rank`; `process` names it in traces.

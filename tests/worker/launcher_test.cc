@@ -11,11 +11,14 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -155,6 +158,68 @@ TEST_F(LauncherTest, TraceMergesEveryProcessesSpansOnOneClock) {
         "handle_push"}) {
     EXPECT_EQ(spans.count(kind), 1u) << kind << " missing";
   }
+}
+
+TEST_F(LauncherTest, ReportBreaksDownEveryWorkerAndServer) {
+  const std::string run = dir_ + "/run";
+  absl::Status s = Launch({"--servers=2", "--workers=2", "--run_dir=" + run,
+                           "--data=" + dir_ + "/data", "--",
+                           "--model=mlp:16-8-3", "--batch=32", "--epochs=1"});
+  ASSERT_TRUE(s.ok()) << s << testutil::ReadFile(dir_ + "/launch.log");
+  const shardps::RunSummary sum = testutil::ReadRunSummary(run);
+  // Every server answered one pull and one push per worker step (the model
+  // fits one chunk), plus the evaluations' pulls.
+  uint64_t steps = 0;
+  for (const shardps::WorkerSummary& w : sum.per_worker()) steps += w.steps();
+  ASSERT_EQ(sum.per_server_size(), 2);
+  for (const shardps::ServerSummary& server : sum.per_server()) {
+    SCOPED_TRACE(server.index());
+    EXPECT_GT(server.uptime_seconds(), 0);
+    std::map<std::string, shardps::MethodStats> methods;
+    for (const shardps::MethodStats& m : server.methods()) {
+      methods[m.method()] = m;
+    }
+    EXPECT_EQ(methods["Push"].requests(), steps);
+    EXPECT_EQ(methods["Push"].errors(), 0u);
+    EXPECT_GT(methods["Push"].seconds(), 0);
+    // Each of the 163 keys split in two: at least 64 floats per push.
+    EXPECT_GT(methods["Push"].bytes_received(), steps * 4 * 64);
+    EXPECT_GE(methods["Pull"].requests(), steps);
+    EXPECT_EQ(methods["CreateTable"].requests(), 2u);
+  }
+
+  auto [code, out] = testutil::Shell(std::string(SHARDPS_SOURCE_DIR) +
+                                     "/experiments/report.py " + run);
+  ASSERT_EQ(code, 0) << out;
+  const std::string table = testutil::ReadFile(run + "/report.md");
+  EXPECT_NE(out.find(table), std::string::npos) << "printed as written";
+  // A row per process whose total is its own time: a worker's is its
+  // initialisation plus its training.
+  for (int r = 0; r < 2; ++r) {
+    const shardps::WorkerSummary& w = sum.per_worker(r);
+    const std::string row = absl::StrCat("| worker-", w.rank(), " | ");
+    const size_t at = table.find(row);
+    ASSERT_NE(at, std::string::npos) << table;
+    const std::string line = table.substr(at, table.find('\n', at) - at);
+    const std::string total =
+        line.substr(line.rfind("| ", line.size() - 3) + 2);
+    double shown = 0;
+    ASSERT_TRUE(absl::SimpleAtod(absl::StripSuffix(total, " |"), &shown))
+        << line;
+    EXPECT_NEAR(shown, w.init_seconds() + w.train_seconds(), 0.01) << line;
+  }
+  for (const char* row : {"| server-0 | ", "| server-1 | "}) {
+    EXPECT_NE(table.find(row), std::string::npos) << row << table;
+  }
+  const std::string png = testutil::ReadFile(run + "/report.png");
+  ASSERT_GT(png.size(), 8u);
+  EXPECT_EQ(png.substr(0, 8), "\x89PNG\r\n\x1a\n");
+
+  // A directory without a summary: an error naming the file.
+  std::tie(code, out) = testutil::Shell(std::string(SHARDPS_SOURCE_DIR) +
+                                        "/experiments/report.py " + dir_);
+  EXPECT_NE(code, 0);
+  EXPECT_NE(out.find(dir_ + "/summary.json"), std::string::npos) << out;
 }
 
 TEST(SteadySamplesPerSecondTest, CountsOnlyTheWindowWhereAllWorkersTrain) {
