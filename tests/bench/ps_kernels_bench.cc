@@ -1,5 +1,6 @@
 // Google Benchmark micro-benchmarks of the server's per-byte kernels: what a
-// pushed chunk costs once it has arrived, without the network.
+// pushed chunk costs once it has arrived, without the network; and what
+// counting a call in the Prometheus metrics costs.
 //   build/bin/ps_kernels_bench
 #include <benchmark/benchmark.h>
 
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "ps/float_pieces.h"
+#include "ps/server_metrics.h"
 #include "ps/shard_store.h"
 #include "ps/updater.h"
 #include "ps/value_codec.h"
@@ -157,6 +159,18 @@ BENCHMARK(BM_Decode)
     ->Arg(shardps::FP16)
     ->Arg(shardps::BF16)
     ->Arg(shardps::ONEBIT);
+
+// What --metrics_port adds to every answered call (two threads: the
+// latency histogram takes a lock).
+void BM_ServerMetricsRecordCall(benchmark::State& state) {
+  static prometheus::Registry registry;
+  static ServerMetrics metrics(registry);
+  for (auto _ : state) {
+    metrics.RecordCall(RpcMethod::kPush, absl::StatusCode::kOk, 1 << 20, 12,
+                       absl::Microseconds(250));
+  }
+}
+BENCHMARK(BM_ServerMetricsRecordCall)->Threads(1)->Threads(2);
 
 }  // namespace
 }  // namespace ps

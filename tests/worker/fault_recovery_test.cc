@@ -19,6 +19,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "ps/checkpoint.h"
 #include "ps/client.h"
 #include "ps/server_process.h"
 #include "test_util.h"
@@ -192,17 +193,14 @@ TEST_F(FaultRecoveryTest, KilledServerIsRestoredAndTrainingFinishes) {
   const int port = servers[1]->port();
   servers[1]->Kill();
   const absl::Time killed = absl::Now();
-  // The version of the last checkpoint the server reported writing.
-  const std::string before_kill = testutil::ReadFile(faulty + "/server-1.log");
-  std::smatch last;
-  const std::regex written(
-      R"(checkpoint of 1 tables \([0-9.]+ MiB, version ([0-9]+)\))");
-  uint64_t last_checkpoint = 0;
-  for (auto it = std::sregex_iterator(before_kill.begin(), before_kill.end(),
-                                      written);
-       it != std::sregex_iterator(); ++it) {
-    last_checkpoint = std::stoull((*it)[1]);
-  }
+  // The version of the last checkpoint written, read from the file: the
+  // server may have renamed a newer one into place and been killed before
+  // it logged it.
+  absl::StatusOr<ps::Checkpoint> on_disk =
+      ps::ReadCheckpoint(faulty + "/ckpt-1/checkpoint");
+  ASSERT_TRUE(on_disk.ok()) << on_disk.status();
+  ASSERT_EQ(on_disk->tables.size(), 1u);
+  const uint64_t last_checkpoint = on_disk->tables[0].meta.version();
   // Long enough for every worker to hit the outage.
   absl::SleepFor(absl::Seconds(1));
   servers[1] = StartServer(faulty, 1, port);
