@@ -9,6 +9,7 @@ the performance model's check, and plots under experiments/results/demo/.
 
 import argparse
 import os
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -62,6 +63,23 @@ def main():
         f.write(text + "\n")
     print()
     perfmodel.check(rows, args.out, "(demo)")
+    breakdown(rows, max(args.workers), args.out)
+
+
+def breakdown(rows, n, out):
+    """Where the time went in the baseline's and the fix's runs at N = n
+    (experiments/report.py), into out/breakdown-{baseline,fix}/."""
+    report = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                          "report.py")
+    for name, (servers, loader) in (("baseline", BASELINE), ("fix", FIX)):
+        row = next((r for r in rows if (r["workers"], r["servers"],
+                                        r["loader"]) == (n, servers, loader)),
+                   None)
+        if row is None or not row["ok"]:
+            print(f"demo: no {name} run at N={n} to break down")
+            continue
+        subprocess.run([report, row["run_dir"], "--out",
+                        os.path.join(out, f"breakdown-{name}")], check=False)
 
 
 if __name__ == "__main__":

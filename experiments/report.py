@@ -14,7 +14,8 @@ data set's read), then per step waiting for data, pull, compute and push,
 and what else the loop did. Servers: seconds spent answering pulls (a
 pull's wait for other workers under sync or ssp included), pushes and
 other calls, summed over calls (they may overlap), and idle, the rest of
-the server's uptime. Python 3 standard library plus Debian's
+the server's uptime, plus the bytes it received and sent (the handlers'
+seconds exclude moving the bytes over the network). Python 3 standard library plus Debian's
 python3-matplotlib."""
 
 import argparse
@@ -66,18 +67,28 @@ def server_rows(summary):
             "other calls": other,
             "idle": max(0.0, float(s.get("uptime_seconds", 0.0)) - busy),
         }
-        rows.append((f"server-{int(s.get('index', 0))}", values))
+        mib = 1 << 20
+        traffic = {
+            "MiB received": sum(float(m.get("bytes_received", 0))
+                                for m in s.get("methods", [])) / mib,
+            "MiB sent": sum(float(m.get("bytes_sent", 0))
+                            for m in s.get("methods", [])) / mib,
+        }
+        rows.append((f"server-{int(s.get('index', 0))}", values, traffic))
     return rows
 
 
-def table(title, phases, rows):
+def table(title, phases, rows, extra=()):
+    """`rows` are (name, seconds per phase[, extra columns])."""
     lines = [f"### {title}", "",
-             "| process | " + " | ".join(phases) + " | total |",
-             "|---" * (len(phases) + 2) + "|"]
-    for name, values in rows:
+             "| process | " + " | ".join(phases) + " | total |" +
+             "".join(f" {e} |" for e in extra),
+             "|---" * (len(phases) + 2 + len(extra)) + "|"]
+    for name, values, *more in rows:
         cells = [f"{values[p]:.3f}" for p in phases]
         total = sum(values[p] for p in phases)
-        lines.append(f"| {name} | " + " | ".join(cells) + f" | {total:.3f} |")
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {total:.3f} |" +
+                     "".join(f" {more[0][e]:.1f} |" for e in extra))
     return "\n".join(lines) + "\n"
 
 
@@ -87,14 +98,16 @@ def plot(path, title, sections):
     import matplotlib.pyplot as plt
 
     present = [(t, p, r) for t, p, r in sections if r]
-    fig, axes = plt.subplots(len(present), 1, squeeze=False,
-                             figsize=(9, 1.6 + 0.9 * sum(
-                                 len(r) for _, _, r in present)))
+    fig, axes = plt.subplots(
+        len(present), 1, squeeze=False,
+        figsize=(9, 1.2 + 1.2 * len(present) +
+                 0.45 * sum(len(r) for _, _, r in present)),
+        gridspec_kw={"height_ratios": [len(r) + 1 for _, _, r in present]})
     for ax, (section, phases, rows) in zip(axes[:, 0], present):
-        names = [name for name, _ in rows]
+        names = [row[0] for row in rows]
         left = [0.0] * len(rows)
         for phase in phases:
-            widths = [values[phase] for _, values in rows]
+            widths = [row[1][phase] for row in rows]
             ax.barh(names, widths, left=left, label=phase,
                     color=COLOURS.get(phase))
             left = [a + b for a, b in zip(left, widths)]
@@ -136,7 +149,12 @@ def main():
     text += table("Workers (seconds)", phases, workers)
     if servers:
         text += "\n" + table("Servers (seconds of calls, summed)",
-                             SERVER_PHASES, servers)
+                             SERVER_PHASES, servers,
+                             extra=("MiB received", "MiB sent"))
+        text += ("\nA server's seconds are its handlers' time; sending and "
+                 "receiving the bytes happens outside them, so a server whose "
+                 "link is the bottleneck still shows mostly idle: compare its "
+                 "MiB with the link's rate.\n")
     else:
         text += "\n(no per-server figures in this summary)\n"
     out = args.out or args.run_dir
