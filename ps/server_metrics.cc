@@ -34,18 +34,6 @@ ServerMetrics::ServerMetrics(prometheus::Registry& registry)
                   .Help("Calls answered with an error, by method and status "
                         "code.")
                   .Register(registry)) {
-  auto& requests = prometheus::BuildCounter()
-                       .Name("shardps_server_requests_total")
-                       .Help("Calls answered, by method.")
-                       .Register(registry);
-  auto& received = prometheus::BuildCounter()
-                       .Name("shardps_server_received_bytes_total")
-                       .Help("Request bytes received, by method.")
-                       .Register(registry);
-  auto& sent = prometheus::BuildCounter()
-                   .Name("shardps_server_sent_bytes_total")
-                   .Help("Response bytes sent, by method.")
-                   .Register(registry);
   auto& seconds =
       prometheus::BuildHistogram()
           .Name("shardps_server_request_seconds")
@@ -54,21 +42,15 @@ ServerMetrics::ServerMetrics(prometheus::Registry& registry)
               "pull's wait for other workers under sync or ssp included).")
           .Register(registry);
   for (int m = 0; m < kNumRpcMethods; ++m) {
-    const prometheus::Labels labels{
-        {"method", RpcMethodName(static_cast<RpcMethod>(m))}};
-    methods_[m] = {&requests.Add(labels), &received.Add(labels),
-                   &sent.Add(labels), &seconds.Add(labels, LatencyBuckets())};
+    seconds_[m] =
+        &seconds.Add({{"method", RpcMethodName(static_cast<RpcMethod>(m))}},
+                     LatencyBuckets());
   }
 }
 
 void ServerMetrics::RecordCall(RpcMethod method, absl::StatusCode code,
-                               size_t bytes_in, size_t bytes_out,
                                absl::Duration latency) {
-  PerMethod& m = methods_[static_cast<int>(method)];
-  m.requests->Increment();
-  m.received_bytes->Increment(static_cast<double>(bytes_in));
-  m.sent_bytes->Increment(static_cast<double>(bytes_out));
-  m.seconds->Observe(absl::ToDoubleSeconds(latency));
+  seconds_[static_cast<int>(method)]->Observe(absl::ToDoubleSeconds(latency));
   if (code != absl::StatusCode::kOk) {
     // Rare: the label lookup is fine here.
     errors_
@@ -81,6 +63,22 @@ void ServerMetrics::RecordCall(RpcMethod method, absl::StatusCode code,
 std::vector<prometheus::MetricFamily> StatsFamilies(
     const shardps::StatsResponse& stats) {
   using prometheus::MetricType;
+  auto requests = MakeFamily("shardps_server_requests_total",
+                             "Calls answered, by method.", MetricType::Counter);
+  auto received =
+      MakeFamily("shardps_server_received_bytes_total",
+                 "Request bytes received, by method.", MetricType::Counter);
+  auto sent =
+      MakeFamily("shardps_server_sent_bytes_total",
+                 "Response bytes sent, by method.", MetricType::Counter);
+  for (const shardps::MethodStats& m : stats.methods()) {
+    AddSample(requests, {{"method", m.method()}},
+              static_cast<double>(m.requests()));
+    AddSample(received, {{"method", m.method()}},
+              static_cast<double>(m.bytes_received()));
+    AddSample(sent, {{"method", m.method()}},
+              static_cast<double>(m.bytes_sent()));
+  }
   auto keys =
       MakeFamily("shardps_server_table_keys",
                  "Keys of the table this shard owns.", MetricType::Gauge);
@@ -134,7 +132,8 @@ std::vector<prometheus::MetricFamily> StatsFamilies(
       MakeFamily("shardps_server_checkpoints_written_total",
                  "Checkpoints written since start.", MetricType::Counter);
   AddSample(checkpoints, {}, static_cast<double>(stats.checkpoints_written()));
-  return {std::move(keys),       std::move(applied),     std::move(clock),
+  return {std::move(requests),   std::move(received),    std::move(sent),
+          std::move(keys),       std::move(applied),     std::move(clock),
           std::move(lag),        std::move(consistency), std::move(dropped),
           std::move(duplicates), std::move(checkpoints)};
 }

@@ -1,16 +1,17 @@
-// ServerMetrics is what a parameter server reports to Prometheus
-// (ps/metrics_endpoint.h), all names prefixed shardps_server_:
+// What a parameter server reports to Prometheus (ps/metrics_endpoint.h),
+// all names prefixed shardps_server_. ServerMetrics counts per call what
+// the server's Stats do not keep:
 //
-//   requests_total{method}            calls answered, by RPC method
-//   errors_total{method,code}         of those, answered with an error
-//   received_bytes_total{method}      request bytes (the gradient's wire
-//   sent_bytes_total{method}          bytes for a push, the values' for a pull)
+//   errors_total{method,code}         calls answered with an error
 //   request_seconds{method}           arrival to answer (a histogram); for a
 //                                     pull that waited for other workers under
 //                                     sync or ssp, the wait included
 //
-// and, read from the tables at each scrape (StatsFamilies):
+// and StatsFamilies turns the Stats into the rest at each scrape:
 //
+//   requests_total{method}            calls answered, by RPC method
+//   received_bytes_total{method}      request bytes (the gradient's wire
+//   sent_bytes_total{method}          bytes for a push, the values' for a pull)
 //   table_keys{table}                 keys this shard owns
 //   applied_updates_total{table}      updates applied since the server started
 //   worker_clock{table,worker}        the highest clock the worker pushed
@@ -27,7 +28,6 @@
 #define SHARDPS_PS_SERVER_METRICS_H_
 
 #include <array>
-#include <cstddef>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -55,19 +55,13 @@ class ServerMetrics {
   ServerMetrics(const ServerMetrics&) = delete;
   ServerMetrics& operator=(const ServerMetrics&) = delete;
 
-  void RecordCall(RpcMethod method, absl::StatusCode code, size_t bytes_in,
-                  size_t bytes_out, absl::Duration latency);
+  void RecordCall(RpcMethod method, absl::StatusCode code,
+                  absl::Duration latency);
 
  private:
-  // Resolved once: a call touches no label map on its way.
-  struct PerMethod {
-    prometheus::Counter* requests;
-    prometheus::Counter* received_bytes;
-    prometheus::Counter* sent_bytes;
-    prometheus::Histogram* seconds;
-  };
   prometheus::Family<prometheus::Counter>& errors_;
-  std::array<PerMethod, kNumRpcMethods> methods_;
+  // Resolved once: a call touches no label map on its way.
+  std::array<prometheus::Histogram*, kNumRpcMethods> seconds_;
 };
 
 // The scrape-time families above, from a server's Stats.

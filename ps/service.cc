@@ -54,13 +54,8 @@ void ParameterService::Record(RpcMethod method, absl::Time start,
                     std::memory_order_relaxed);
   m.bytes_received.fetch_add(bytes_in, std::memory_order_relaxed);
   m.bytes_sent.fetch_add(bytes_out, std::memory_order_relaxed);
-  if (!status.ok()) {
-    rejected_requests_.fetch_add(1, std::memory_order_relaxed);
-    m.errors.fetch_add(1, std::memory_order_relaxed);
-  }
-  if (metrics_ != nullptr) {
-    metrics_->RecordCall(method, status.code(), bytes_in, bytes_out, latency);
-  }
+  if (!status.ok()) m.errors.fetch_add(1, std::memory_order_relaxed);
+  if (metrics_ != nullptr) metrics_->RecordCall(method, status.code(), latency);
 }
 
 grpc::ServerUnaryReactor* ParameterService::Finish(
@@ -94,15 +89,13 @@ grpc::ServerUnaryReactor* ParameterService::CreateTable(
 
 void ParameterService::FillStats(shardps::StatsResponse* response) {
   registry_.FillStats(response);
-  response->set_pull_requests(pull_requests_.load());
-  response->set_push_requests(push_requests_.load());
   response->set_bytes_pulled(bytes_pulled_.load());
   response->set_bytes_pushed(bytes_pushed_.load());
-  response->set_rejected_requests(rejected_requests_.load());
   response->set_duplicate_pushes(registry_.DuplicatePushes());
   if (checkpointer_ != nullptr) {
     response->set_checkpoints_written(checkpointer_->written());
   }
+  uint64_t errors = 0;
   for (int i = 0; i < kNumRpcMethods; ++i) {
     const MethodCounters& m = methods_[i];
     shardps::MethodStats* out = response->add_methods();
@@ -112,7 +105,13 @@ void ParameterService::FillStats(shardps::StatsResponse* response) {
     out->set_seconds(m.nanos.load() * 1e-9);
     out->set_bytes_received(m.bytes_received.load());
     out->set_bytes_sent(m.bytes_sent.load());
+    errors += out->errors();
   }
+  response->set_pull_requests(
+      response->methods(static_cast<int>(RpcMethod::kPull)).requests());
+  response->set_push_requests(
+      response->methods(static_cast<int>(RpcMethod::kPush)).requests());
+  response->set_rejected_requests(errors);
   response->set_uptime_seconds(absl::ToDoubleSeconds(absl::Now() - started_));
 }
 
@@ -131,7 +130,6 @@ grpc::ServerUnaryReactor* ParameterService::Pull(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
   const absl::Time start = absl::Now();
-  pull_requests_.fetch_add(1, std::memory_order_relaxed);
   const size_t bytes_in = request->Length();
   if (absl::Status s = Admit(*context); !s.ok()) {
     return Finish(context, RpcMethod::kPull, start, bytes_in, 0, s);
@@ -156,7 +154,6 @@ grpc::ServerUnaryReactor* ParameterService::Push(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
   const absl::Time start = absl::Now();
-  push_requests_.fetch_add(1, std::memory_order_relaxed);
   const size_t bytes_in = request->Length();
   if (absl::Status s = Admit(*context); !s.ok()) {
     return Finish(context, RpcMethod::kPush, start, bytes_in, 0, s);

@@ -120,8 +120,8 @@ class ParameterService final : public ParameterServiceBase {
                           size_t bulk_bytes, PooledBuffer* decoded);
   // True when fault injection says to lose this call's reply.
   bool DropReply();
-  // Counts a call that arrived at `start` and is answered with `status`
-  // (rejections, and in the metrics).
+  // Counts a call that arrived at `start` and is answered with `status`:
+  // in its method's counters (Stats) and the latency metrics.
   void Record(RpcMethod method, absl::Time start, size_t bytes_in,
               size_t bytes_out, const absl::Status& status);
   // Records the call and finishes it with `status`.
@@ -141,12 +141,10 @@ class ParameterService final : public ParameterServiceBase {
   const Checkpointer* checkpointer_ = nullptr;
   BufferPool pull_buffers_;
   BufferPool scratch_buffers_;  // decoding and encoding 16-bit values
-  std::atomic<uint64_t> pull_requests_{0};
-  std::atomic<uint64_t> push_requests_{0};
   std::atomic<uint64_t> bytes_pulled_{0};
   std::atomic<uint64_t> bytes_pushed_{0};
-  std::atomic<uint64_t> rejected_requests_{0};
-  // Per RpcMethod, for Stats' MethodStats.
+  // Per RpcMethod: Stats' MethodStats and request totals, and the
+  // Prometheus counters of calls and bytes (StatsFamilies).
   struct MethodCounters {
     std::atomic<uint64_t> requests{0};
     std::atomic<uint64_t> errors{0};

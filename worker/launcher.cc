@@ -19,6 +19,8 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
 #include "ps/atomic_file.h"
 #include "ps/child_process.h"
 #include "ps/client.h"
@@ -223,7 +225,10 @@ class Run {
       addrs.push_back((*server)->address());
       servers_.push_back({*std::move(server), nullptr});
     }
-    if (absl::Status s = WaitHealthy(addrs); !s.ok()) return s;
+    // The launcher's own client: health checks now, statistics at the end.
+    absl::StatusOr<std::unique_ptr<ps::Client>> client = ConnectTo(addrs);
+    if (!client.ok()) return client.status();
+    if (absl::Status s = WaitHealthy(**client); !s.ok()) return s;
     Progress("servers healthy");
 
     for (int r = 0; r < o_.workers; ++r) {
@@ -239,23 +244,27 @@ class Run {
     }
     if (absl::Status s = Monitor(); !s.ok()) return s;
     absl::Status evaluated = EvaluateFinalModel(addrs);
-    RecordServerStats(addrs);
+    RecordServerStats(**client, addrs);
     return evaluated;
   }
 
-  // Each server's calls over the run (RunSummary.per_server), asked for
-  // before the servers stop. Missing figures are reported, not fatal.
-  void RecordServerStats(const std::vector<std::string>& addrs) {
+  absl::StatusOr<std::unique_ptr<ps::Client>> ConnectTo(
+      const std::vector<std::string>& addrs) const {
     ps::ClientOptions co;
     co.server_addrs = addrs;
     co.job = o_.job;
     co.rpc_timeout = absl::Seconds(10);
     absl::StatusOr<std::string> token = ps::ReadTokenFile(o_.auth_token_file);
-    if (token.ok()) co.auth_token = *token;
-    absl::StatusOr<std::unique_ptr<ps::Client>> client =
-        ps::Client::Connect(co);
-    absl::StatusOr<std::vector<shardps::StatsResponse>> stats =
-        client.ok() ? (*client)->Stats() : client.status();
+    if (!token.ok()) return token.status();
+    co.auth_token = *token;
+    return ps::Client::Connect(co);
+  }
+
+  // Each server's calls over the run (RunSummary.per_server), asked for
+  // before the servers stop. Missing figures are reported, not fatal.
+  void RecordServerStats(ps::Client& client,
+                         const std::vector<std::string>& addrs) {
+    absl::StatusOr<std::vector<shardps::StatsResponse>> stats = client.Stats();
     if (!stats.ok()) {
       std::fprintf(stderr, "shardps-launch: no server statistics: %s\n",
                    stats.status().ToString().c_str());
@@ -303,13 +312,17 @@ class Run {
   // the format of Prometheus' file_sd_configs, labelled with its role and
   // name.
   absl::Status WriteMetricsTargets() {
-    std::vector<std::string> groups;
+    google::protobuf::ListValue groups;
     auto add = [&](const std::string& address, int port, const char* role,
                    const std::string& process) {
-      groups.push_back(absl::StrFormat(
-          R"(  {"targets": ["%s:%d"], "labels": {"role": "%s", )"
-          R"("process": "%s", "shardps_job": "%s"}})",
-          address, port, role, process, o_.job));
+      auto& group =
+          *groups.add_values()->mutable_struct_value()->mutable_fields();
+      group["targets"].mutable_list_value()->add_values()->set_string_value(
+          absl::StrCat(address, ":", port));
+      auto& labels = *group["labels"].mutable_struct_value()->mutable_fields();
+      labels["role"].set_string_value(role);
+      labels["process"].set_string_value(process);
+      labels["shardps_job"].set_string_value(o_.job);
     };
     for (int i = 0; i < o_.servers; ++i) {
       const HostSlot& slot = o_.server_hosts[i];
@@ -322,8 +335,13 @@ class Run {
     }
     const std::string path = o_.run_dir + "/prometheus-targets.json";
     Progress(absl::StrCat("metrics: Prometheus targets in ", path));
-    return ps::WriteFileAtomically(
-        path, absl::StrCat("[\n", absl::StrJoin(groups, ",\n"), "\n]\n"));
+    // Not ToJson: printing unset fields would add "values" keys, which
+    // Prometheus refuses.
+    std::string json;
+    if (!google::protobuf::util::MessageToJsonString(groups, &json).ok()) {
+      return absl::InternalError("cannot print the Prometheus targets");
+    }
+    return ps::WriteFileAtomically(path, json + "\n");
   }
 
   std::string TraceFlag(const std::string& process) const {
@@ -387,14 +405,8 @@ class Run {
     return absl::OkStatus();
   }
 
-  absl::Status WaitHealthy(const std::vector<std::string>& addrs) {
-    ps::ClientOptions co;
-    co.server_addrs = addrs;
-    co.job = o_.job;
-    absl::StatusOr<std::unique_ptr<ps::Client>> client =
-        ps::Client::Connect(co);
-    if (!client.ok()) return client.status();
-    absl::Status s = (*client)->WaitReady(o_.ready_timeout);
+  absl::Status WaitHealthy(ps::Client& client) {
+    absl::Status s = client.WaitReady(o_.ready_timeout);
     if (!s.ok()) {
       return absl::DeadlineExceededError(absl::StrCat(
           "servers not healthy within ", absl::FormatDuration(o_.ready_timeout),

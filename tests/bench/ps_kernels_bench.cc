@@ -166,7 +166,7 @@ void BM_ServerMetricsRecordCall(benchmark::State& state) {
   static prometheus::Registry registry;
   static ServerMetrics metrics(registry);
   for (auto _ : state) {
-    metrics.RecordCall(RpcMethod::kPush, absl::StatusCode::kOk, 1 << 20, 12,
+    metrics.RecordCall(RpcMethod::kPush, absl::StatusCode::kOk,
                        absl::Microseconds(250));
   }
 }
