@@ -9,6 +9,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "ps/base/file_io.h"
 
 namespace loader {
 namespace {
@@ -24,17 +25,11 @@ class LocalFile final : public RandomAccessFile {
  private:
   absl::Status ReadInside(uint64_t offset, char* out,
                           uint64_t n) const override {
-    while (n > 0) {
-      const ssize_t r = ::pread(fd_, out, n, static_cast<off_t>(offset));
-      if (r < 0 && errno == EINTR) continue;
-      if (r < 0) return FileError("read", name());
-      if (r == 0) {
-        return absl::DataLossError(absl::StrCat(
-            name(), ": file shrank while reading byte offset ", offset));
-      }
-      out += r;
-      offset += static_cast<uint64_t>(r);
-      n -= static_cast<uint64_t>(r);
+    absl::StatusOr<size_t> got = ps::PreadFully(fd_, out, n, offset, name());
+    if (!got.ok()) return got.status();
+    if (*got < n) {
+      return absl::DataLossError(absl::StrCat(
+          name(), ": file shrank while reading byte offset ", offset + *got));
     }
     return absl::OkStatus();
   }
@@ -56,14 +51,6 @@ absl::Status RandomAccessFile::ReadExactly(uint64_t offset, void* out,
   return ReadInside(offset, static_cast<char*>(out), n);
 }
 
-absl::Status FileError(absl::string_view what, const std::string& path) {
-  const int e = errno;
-  const std::string message =
-      absl::StrCat("cannot ", what, " ", path, ": ", std::strerror(e));
-  return e == ENOENT ? absl::NotFoundError(message)
-                     : absl::UnavailableError(message);
-}
-
 bool IsUrl(absl::string_view name) {
   return absl::StartsWith(name, "http://") ||
          absl::StartsWith(name, "https://");
@@ -79,10 +66,10 @@ absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenFile(
 absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenLocalFile(
     const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return FileError("open", path);
+  if (fd < 0) return ps::ErrnoStatus(errno, "open", path);
   struct stat st;
   if (::fstat(fd, &st) != 0) {
-    absl::Status s = FileError("stat", path);
+    absl::Status s = ps::ErrnoStatus(errno, "stat", path);
     ::close(fd);
     return s;
   }

@@ -65,10 +65,6 @@ absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenLocalFile(
 absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenHttpFile(
     const std::string& url, std::shared_ptr<HttpConnections> connections);
 
-// The status for a failed system call on `path` ("cannot WHAT PATH:
-// strerror"), from errno: NOT_FOUND for ENOENT, UNAVAILABLE otherwise.
-absl::Status FileError(absl::string_view what, const std::string& path);
-
 // The whole content of a local file or URL.
 absl::StatusOr<std::string> ReadWholeFile(
     const std::string& name,

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "loader/crc32c.h"
+#include "ps/base/file_io.h"
 
 namespace loader {
 namespace {
@@ -34,20 +35,6 @@ uint32_t GetU32(const char* p) {
   uint32_t v;
   std::memcpy(&v, p, 4);
   return v;
-}
-
-absl::Status WriteAll(int fd, const char* data, size_t n,
-                      const std::string& path) {
-  while (n > 0) {
-    const ssize_t w = ::write(fd, data, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return FileError("write", path);
-    }
-    data += w;
-    n -= static_cast<size_t>(w);
-  }
-  return absl::OkStatus();
 }
 
 // The 12-byte record header: length and its masked CRC.
@@ -79,7 +66,7 @@ absl::StatusOr<std::unique_ptr<RecordWriter>> RecordWriter::Create(
     const std::string& path) {
   const int fd =
       ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return FileError("create", path);
+  if (fd < 0) return ps::ErrnoStatus(errno, "create", path);
   return std::unique_ptr<RecordWriter>(new RecordWriter(path, fd));
 }
 
@@ -100,7 +87,7 @@ absl::Status RecordWriter::Append(absl::string_view payload) {
 }
 
 absl::Status RecordWriter::Flush() {
-  absl::Status s = WriteAll(fd_, buffer_.data(), buffer_.size(), path_);
+  absl::Status s = ps::WriteFully(fd_, buffer_, path_);
   buffer_.clear();
   return s;
 }
@@ -108,7 +95,7 @@ absl::Status RecordWriter::Flush() {
 absl::Status RecordWriter::Close() {
   if (fd_ < 0) return absl::OkStatus();
   absl::Status s = Flush();
-  if (::close(fd_) != 0 && s.ok()) s = FileError("close", path_);
+  if (::close(fd_) != 0 && s.ok()) s = ps::ErrnoStatus(errno, "close", path_);
   fd_ = -1;
   return s;
 }
@@ -204,9 +191,9 @@ absl::Status WriteIndex(const std::string& path,
   PutU32(&bytes, MaskCrc(Crc32c(bytes.data(), bytes.size())));
   const int fd =
       ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return FileError("create", path);
-  absl::Status s = WriteAll(fd, bytes.data(), bytes.size(), path);
-  if (::close(fd) != 0 && s.ok()) s = FileError("close", path);
+  if (fd < 0) return ps::ErrnoStatus(errno, "create", path);
+  absl::Status s = ps::WriteFully(fd, bytes, path);
+  if (::close(fd) != 0 && s.ok()) s = ps::ErrnoStatus(errno, "close", path);
   return s;
 }
 

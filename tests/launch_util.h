@@ -12,9 +12,10 @@
 
 #include "absl/time/clock.h"
 #include "proto/summary.pb.h"
-#include "ps/child_process.h"
-#include "ps/server_process.h"
-#include "worker/json_file.h"
+#include "ps/base/child_process.h"
+#include "ps/base/json_file.h"
+#include "ps/base/program.h"
+#include "ps/base/server_process.h"
 
 namespace testutil {
 
@@ -43,7 +44,7 @@ inline absl::Status RunLaunch(const std::vector<std::string>& args,
 
 inline shardps::RunSummary ReadRunSummary(const std::string& run_dir) {
   shardps::RunSummary s;
-  absl::Status status = worker::ReadJsonFile(run_dir + "/summary.json", &s);
+  absl::Status status = ps::ReadJsonFile(run_dir + "/summary.json", &s);
   EXPECT_TRUE(status.ok()) << status;
   return s;
 }

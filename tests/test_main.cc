@@ -2,7 +2,7 @@
 // are done and waits for its teardown before the process exits.
 #include <gtest/gtest.h>
 
-#include "ps/program.h"
+#include "ps/base/program.h"
 
 int main(int argc, char** argv) {
   ps::GrpcRuntime grpc_runtime;

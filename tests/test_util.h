@@ -20,9 +20,10 @@
 #include <vector>
 
 #include "loader/dataset.h"
-#include "ps/client.h"
-#include "ps/server.h"
-#include "ps/server_process.h"
+#include "ps/base/program.h"
+#include "ps/base/server_process.h"
+#include "ps/client/client.h"
+#include "ps/server/server.h"
 
 namespace testutil {
 

@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "ps/float_pieces.h"
-#include "ps/server_metrics.h"
-#include "ps/shard_store.h"
-#include "ps/updater.h"
-#include "ps/value_codec.h"
+#include "ps/server/server_metrics.h"
+#include "ps/table/shard_store.h"
+#include "ps/table/updater.h"
+#include "ps/wire/float_pieces.h"
+#include "ps/wire/value_codec.h"
 
 namespace ps {
 namespace {

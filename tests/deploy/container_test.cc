@@ -18,8 +18,8 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "proto/summary.pb.h"
+#include "ps/base/json_file.h"
 #include "test_util.h"
-#include "worker/json_file.h"
 
 namespace {
 
@@ -127,8 +127,8 @@ TEST_F(ContainerTest, ImageRunsTwoServersAndTwoWorkers) {
   }
   for (int r = 0; r < 2; ++r) {
     shardps::WorkerSummary s;
-    absl::Status read = worker::ReadJsonFile(
-        absl::StrCat(dir_, "/run/summary-", r, ".json"), &s);
+    absl::Status read =
+        ps::ReadJsonFile(absl::StrCat(dir_, "/run/summary-", r, ".json"), &s);
     ASSERT_TRUE(read.ok()) << read;
     EXPECT_EQ(s.rank(), r);
     EXPECT_EQ(s.steps(), 50u);

@@ -12,10 +12,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "proto/summary.pb.h"
-#include "ps/child_process.h"
-#include "ps/server_process.h"
+#include "ps/base/child_process.h"
+#include "ps/base/json_file.h"
+#include "ps/base/program.h"
+#include "ps/base/server_process.h"
 #include "test_util.h"
-#include "worker/json_file.h"
 
 namespace {
 
@@ -68,7 +69,7 @@ TEST_F(MpiTest, RanksBelowSServeTheOthersTrain) {
   for (int rank = 0; rank < 2; ++rank) {
     shardps::WorkerSummary w;
     ASSERT_TRUE(
-        worker::ReadJsonFile(absl::StrCat(run, "/summary-", rank, ".json"), &w)
+        ps::ReadJsonFile(absl::StrCat(run, "/summary-", rank, ".json"), &w)
             .ok());
     EXPECT_EQ(w.rank(), rank);  // MPI rank 2 + rank
     EXPECT_EQ(w.world(), 2);

@@ -18,10 +18,11 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "proto/summary.pb.h"
-#include "ps/child_process.h"
-#include "ps/server_process.h"
+#include "ps/base/child_process.h"
+#include "ps/base/json_file.h"
+#include "ps/base/program.h"
+#include "ps/base/server_process.h"
 #include "test_util.h"
-#include "worker/json_file.h"
 
 namespace {
 
@@ -177,7 +178,7 @@ TEST_F(SlurmTest, SbatchRunsTwoServersAndTwoWorkers) {
   for (int rank = 0; rank < 2; ++rank) {
     shardps::WorkerSummary w;
     absl::Status read =
-        worker::ReadJsonFile(absl::StrCat(run, "/summary-", rank, ".json"), &w);
+        ps::ReadJsonFile(absl::StrCat(run, "/summary-", rank, ".json"), &w);
     ASSERT_TRUE(read.ok()) << read << "\n"
                            << testutil::ReadFile(dir_ + "/job.out");
     // Rank and world came from SLURM_PROCID / SLURM_NTASKS of the step.

@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "launch_util.h"
-#include "ps/child_process.h"
+#include "ps/base/child_process.h"
 #include "test_util.h"
 
 namespace {

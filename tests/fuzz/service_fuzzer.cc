@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "proto/shardps.pb.h"
-#include "ps/service.h"
+#include "ps/server/service.h"
 
 namespace {
 

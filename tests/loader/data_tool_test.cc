@@ -11,7 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "loader/dataset.h"
 #include "loader/idx_file.h"
-#include "ps/server_process.h"
+#include "ps/base/program.h"
+#include "ps/base/server_process.h"
 #include "test_util.h"
 
 namespace loader {

@@ -1,0 +1,41 @@
+// Start-up shared by every shardps binary: the gRPC runtime's lifetime, flag
+// parsing with a --help that lists the program's own flags and their
+// defaults, then process tuning; and where the sibling binaries are.
+//
+// Thread-safety: InitProgram runs once, first thing in main(), before any
+// thread is started; the rest is safe to call from any thread.
+#ifndef SHARDPS_PS_BASE_PROGRAM_H_
+#define SHARDPS_PS_BASE_PROGRAM_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+
+namespace ps {
+
+// Holds gRPC initialized for the life of main(). gRPC otherwise tears its
+// runtime down on a background thread when the last gRPC object dies, which
+// can race with process exit (a crash or a hang in exit()). Declare one
+// first in main(), so it is destroyed last: its destructor waits for that
+// teardown to finish.
+class GrpcRuntime {
+ public:
+  GrpcRuntime();
+  ~GrpcRuntime();
+  GrpcRuntime(const GrpcRuntime&) = delete;
+  GrpcRuntime& operator=(const GrpcRuntime&) = delete;
+};
+
+// Parses the command line (exits with a message on a bad flag), tunes the
+// process for bulk transfers (see program.cc) and returns the positional
+// arguments. --help lists the flags of the *_main.cc and *_flags.cc files.
+std::vector<char*> InitProgram(int argc, char** argv, absl::string_view usage);
+
+// Path of a program installed beside the running executable (all shardps
+// binaries are built into one directory).
+std::string SiblingBinary(absl::string_view name);
+
+}  // namespace ps
+
+#endif  // SHARDPS_PS_BASE_PROGRAM_H_

@@ -1,0 +1,241 @@
+#include "ps/bench/bench.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <memory>
+#include <system_error>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/synchronization/barrier.h"
+#include "absl/time/clock.h"
+#include "ps/base/file_io.h"
+#include "ps/base/program.h"
+#include "ps/base/server_process.h"
+
+namespace ps {
+namespace {
+
+struct PhaseResult {
+  double mbps = 0;
+  double p50_ms = 0;
+  double p99_ms = 0;
+};
+
+double Percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t i = std::min(v.size() - 1, static_cast<size_t>(q * v.size()));
+  return v[i];
+}
+
+using Clients = std::vector<std::unique_ptr<Client>>;
+
+// One thread's calls of a phase: their latencies, or the first error.
+struct ThreadCalls {
+  std::vector<double> latencies_ms;
+  absl::Status error;
+};
+
+void CallUntil(Client& client, uint64_t params, absl::Duration length,
+               bool push, absl::Barrier& start, ThreadCalls* out) {
+  std::vector<float> buffer(params, push ? 1e-6f : 0.0f);
+  out->latencies_ms.reserve(1 << 16);
+  start.Block();
+  const absl::Time stop = absl::Now() + length;
+  while (absl::Now() < stop) {
+    const absl::Time t0 = absl::Now();
+    absl::Status s = push ? client.Push("bench", 0, params, buffer.data())
+                          : client.Pull("bench", 0, params, buffer.data());
+    if (!s.ok()) {
+      out->error = s;
+      return;
+    }
+    out->latencies_ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - t0));
+  }
+}
+
+// All threads start together, run their calls until the phase ends, and
+// report the latency of every call; a failed call ends the run with its
+// error.
+absl::StatusOr<PhaseResult> RunPhase(Clients& clients, uint64_t params,
+                                     absl::Duration length, bool push) {
+  const int n = static_cast<int>(clients.size());
+  std::vector<ThreadCalls> calls(n);
+  absl::Barrier start(n + 1);
+  std::vector<std::thread> threads;
+  for (int w = 0; w < n; ++w) {
+    threads.emplace_back(CallUntil, std::ref(*clients[w]), params, length, push,
+                         std::ref(start), &calls[w]);
+  }
+  start.Block();
+  const absl::Time begin = absl::Now();
+  for (auto& t : threads) t.join();
+  const double elapsed = absl::ToDoubleSeconds(absl::Now() - begin);
+  std::vector<double> all;
+  for (const ThreadCalls& c : calls) {
+    if (!c.error.ok()) return c.error;
+    all.insert(all.end(), c.latencies_ms.begin(), c.latencies_ms.end());
+  }
+  PhaseResult r;
+  r.mbps = all.size() * params * sizeof(float) / 1e6 / elapsed;
+  r.p50_ms = Percentile(all, 0.50);
+  r.p99_ms = Percentile(all, 0.99);
+  return r;
+}
+
+// Servers started for the run, in a temporary directory removed at the end.
+class SpawnedServers {
+ public:
+  SpawnedServers() = default;
+  SpawnedServers(const SpawnedServers&) = delete;
+  SpawnedServers& operator=(const SpawnedServers&) = delete;
+  ~SpawnedServers() {
+    servers_.clear();
+    std::error_code ignored;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ignored);
+  }
+
+  absl::Status Start(int n, const std::string& job,
+                     std::vector<std::string>* addrs) {
+    char dir[] = "/tmp/shardps-bench-XXXXXX";
+    if (::mkdtemp(dir) == nullptr) return ErrnoStatus(errno, "create", dir);
+    dir_ = dir;
+    for (int i = 0; i < n; ++i) {
+      ServerProcessOptions o;
+      o.binary = SiblingBinary("shardps-server");
+      o.run_dir = dir_;
+      o.name = absl::StrCat("server-", i);
+      o.extra_args = {absl::StrCat("--job=", job)};
+      absl::StatusOr<std::unique_ptr<ServerProcess>> p =
+          ServerProcess::Spawn(o);
+      if (!p.ok()) return p.status();
+      addrs->push_back((*p)->address());
+      servers_.push_back(*std::move(p));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Stop() {
+    for (auto& s : servers_) {
+      if (absl::Status st = s->Stop(); !st.ok()) return st;
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  std::string dir_;
+  std::vector<std::unique_ptr<ServerProcess>> servers_;
+};
+
+absl::StatusOr<Clients> ConnectClients(const BenchOptions& options) {
+  Clients clients;
+  for (int w = 0; w < options.workers; ++w) {
+    ClientOptions o = options.client;
+    o.worker = w;
+    absl::StatusOr<std::unique_ptr<Client>> c = Client::Connect(o);
+    if (!c.ok()) return c.status();
+    if (absl::Status s = (*c)->WaitReady(absl::Seconds(20)); !s.ok()) return s;
+    TableOptions table;
+    table.name = "bench";
+    table.num_params = options.params;
+    table.optimizer.set_name("sgd");
+    table.optimizer.set_learning_rate(0.01f);
+    if (absl::Status s = (*c)->CreateTable(table); !s.ok()) return s;
+    clients.push_back(*std::move(c));
+  }
+  return clients;
+}
+
+// Bytes on the wire (whole messages) of one direction over all clients.
+uint64_t WireBytes(const Clients& clients, bool push) {
+  uint64_t n = 0;
+  for (const auto& c : clients) n += push ? c->push_bytes() : c->pull_bytes();
+  return n;
+}
+
+struct Measured {
+  PhaseResult push, pull;
+  double push_wire_mbps = 0, pull_wire_mbps = 0;
+};
+
+absl::StatusOr<Measured> Measure(Clients& clients,
+                                 const BenchOptions& options) {
+  // Warm up connections, flow-control windows and buffer pools.
+  const absl::Duration warmup = std::min(absl::Seconds(1), options.length / 5);
+  for (bool push : {true, false}) {
+    if (auto r = RunPhase(clients, options.params, warmup, push); !r.ok()) {
+      return r.status();
+    }
+  }
+  Measured m;
+  const double seconds = absl::ToDoubleSeconds(options.length);
+  for (bool push : {true, false}) {
+    const uint64_t before = WireBytes(clients, push);
+    absl::StatusOr<PhaseResult> r =
+        RunPhase(clients, options.params, options.length, push);
+    if (!r.ok()) return r.status();
+    const double wire = (WireBytes(clients, push) - before) / seconds / 1e6;
+    (push ? m.push : m.pull) = *r;
+    (push ? m.push_wire_mbps : m.pull_wire_mbps) = wire;
+  }
+  return m;
+}
+
+void Print(const BenchOptions& o, int servers, const Measured& m) {
+  if (o.json) {
+    absl::PrintF(
+        "{\"servers\":%d,\"workers\":%d,\"params\":%d,\"compression\":\"%s\","
+        "\"push_MBps\":%.1f,\"pull_MBps\":%.1f,\"push_wire_MBps\":%.1f,"
+        "\"pull_wire_MBps\":%.1f,\"push_p50_ms\":%.3f,\"push_p99_ms\":%.3f,"
+        "\"pull_p50_ms\":%.3f,\"pull_p99_ms\":%.3f}\n",
+        servers, o.workers, o.params, o.compression, m.push.mbps, m.pull.mbps,
+        m.push_wire_mbps, m.pull_wire_mbps, m.push.p50_ms, m.push.p99_ms,
+        m.pull.p50_ms, m.pull.p99_ms);
+    return;
+  }
+  absl::PrintF(
+      "servers=%d workers=%d params=%d compression=%s (MB/s of float32 "
+      "parameters; on the wire in brackets)\n"
+      "  push %8.1f MB/s (%.1f)  p50 %.3f ms  p99 %.3f ms\n"
+      "  pull %8.1f MB/s (%.1f)  p50 %.3f ms  p99 %.3f ms\n",
+      servers, o.workers, o.params, o.compression, m.push.mbps,
+      m.push_wire_mbps, m.push.p50_ms, m.push.p99_ms, m.pull.mbps,
+      m.pull_wire_mbps, m.pull.p50_ms, m.pull.p99_ms);
+}
+
+}  // namespace
+
+absl::Status RunBench(BenchOptions options) {
+  if (options.workers < 1 || options.params < 1 ||
+      options.length <= absl::ZeroDuration() || options.spawn_servers < 0) {
+    return absl::InvalidArgumentError(
+        "--workers and --params must be >= 1, --seconds > 0, "
+        "--spawn_servers >= 0");
+  }
+  SpawnedServers spawned;
+  if (options.spawn_servers > 0) {
+    options.client.server_addrs.clear();
+    if (absl::Status s =
+            spawned.Start(options.spawn_servers, options.client.job,
+                          &options.client.server_addrs);
+        !s.ok()) {
+      return s;
+    }
+  }
+  absl::StatusOr<Clients> clients = ConnectClients(options);
+  if (!clients.ok()) return clients.status();
+  absl::StatusOr<Measured> measured = Measure(*clients, options);
+  if (!measured.ok()) return measured.status();
+  Print(options, static_cast<int>(options.client.server_addrs.size()),
+        *measured);
+  clients->clear();
+  return spawned.Stop();
+}
+
+}  // namespace ps

@@ -1,0 +1,89 @@
+// shardps-bench: push and pull throughput and latency of the parameter
+// servers (ps/bench/bench.h).
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "ps/base/program.h"
+#include "ps/bench/bench.h"
+#include "ps/client/server_addrs.h"
+#include "ps/wire/security_flags.h"
+#include "ps/wire/value_codec.h"
+
+ABSL_FLAG(int, spawn_servers, 0,
+          "Start this many shardps-server processes on loopback and bench "
+          "them; 0 uses --server_addrs instead.");
+ABSL_FLAG(std::string, server_addrs, "",
+          "Servers to bench, host:port,... or a pattern with {i} plus "
+          "--num_servers.");
+ABSL_FLAG(int, num_servers, 0, "Server count for a {i} --server_addrs.");
+ABSL_FLAG(int, workers, 1, "Client threads, each with its own ps::Client.");
+ABSL_FLAG(int64_t, params, 1000000, "Table size in float32 parameters.");
+ABSL_FLAG(double, seconds, 5, "Seconds of pushing, then of pulling.");
+ABSL_FLAG(bool, json, false, "Print one JSON line per run.");
+ABSL_FLAG(std::string, job, "bench", "Job id (spawned servers get it too).");
+ABSL_FLAG(int, chunk_kb, 1024, "Client chunk size in KiB.");
+ABSL_FLAG(int, channels_per_server, 2, "TCP connections per server.");
+ABSL_FLAG(int, inflight, 4, "Chunk calls in flight per server.");
+ABSL_FLAG(std::string, compression, "none",
+          "Values on the wire: none, fp16, bf16 (pulls and pushes) or onebit "
+          "(pushes; pulls float32).");
+
+namespace {
+
+absl::StatusOr<ps::BenchOptions> BenchOptionsFromFlags() {
+  ps::BenchOptions o;
+  o.spawn_servers = absl::GetFlag(FLAGS_spawn_servers);
+  o.workers = absl::GetFlag(FLAGS_workers);
+  o.params =
+      static_cast<uint64_t>(std::max<int64_t>(0, absl::GetFlag(FLAGS_params)));
+  o.length = absl::Seconds(absl::GetFlag(FLAGS_seconds));
+  o.json = absl::GetFlag(FLAGS_json);
+  o.compression = absl::GetFlag(FLAGS_compression);
+  if (o.spawn_servers == 0) {
+    absl::StatusOr<std::vector<std::string>> addrs = ps::ParseServerAddrs(
+        absl::GetFlag(FLAGS_server_addrs), absl::GetFlag(FLAGS_num_servers));
+    if (!addrs.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--server_addrs: ", addrs.status().message(),
+                       " (or use --spawn_servers=S)"));
+    }
+    o.client.server_addrs = *std::move(addrs);
+  }
+  absl::StatusOr<ps::WireEncodings> encodings = ps::EncodingsFor(o.compression);
+  if (!encodings.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--compression: ", encodings.status().message()));
+  }
+  absl::StatusOr<ps::Security> security = ps::SecurityFromFlags();
+  if (!security.ok()) return security.status();
+  o.client.tls = security->tls;
+  o.client.auth_token = security->auth_token;
+  o.client.pull_encoding = encodings->pull;
+  o.client.push_encoding = encodings->push;
+  o.client.job = absl::GetFlag(FLAGS_job);
+  o.client.chunk_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_chunk_kb))
+                         << 10;
+  o.client.channels_per_server = absl::GetFlag(FLAGS_channels_per_server);
+  o.client.max_inflight_per_server = absl::GetFlag(FLAGS_inflight);
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ps::GrpcRuntime grpc_runtime;
+  ps::InitProgram(
+      argc, argv,
+      "push/pull throughput of shardps servers.\n"
+      "  shardps-bench --spawn_servers=2 --workers=2 --params=1000000 --json");
+  absl::StatusOr<ps::BenchOptions> options = BenchOptionsFromFlags();
+  absl::Status status =
+      options.ok() ? ps::RunBench(*std::move(options)) : options.status();
+  if (!status.ok()) {
+    absl::FPrintF(stderr, "shardps-bench: %s\n", status.ToString());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,111 @@
+#include "ps/server/server.h"
+
+#include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/server_builder.h>
+
+#include "absl/memory/memory.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace ps {
+
+absl::StatusOr<std::unique_ptr<Server>> Server::Start(
+    const ServerOptions& options) {
+  // Process-wide switch inside gRPC; it only makes every server built from
+  // here on carry the standard health service.
+  grpc::EnableDefaultHealthCheckService(true);
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      MakeServerCredentials(options.tls);
+  if (!credentials.ok()) return credentials.status();
+  std::unique_ptr<Server> server = absl::WrapUnique(new Server(options));
+  ServiceOptions service;
+  service.job = options.job;
+  service.auth_token = options.auth_token;
+  service.limits = options.limits;
+  service.drop_reply_fraction = options.drop_reply_fraction;
+  service.tracer = options.tracer;
+  if (options.metrics_port >= 0) {
+    absl::StatusOr<std::unique_ptr<MetricsEndpoint>> endpoint =
+        MetricsEndpoint::Start(options.host, options.metrics_port);
+    if (!endpoint.ok()) return endpoint.status();
+    server->metrics_endpoint_ = *std::move(endpoint);
+    server->metrics_ =
+        std::make_unique<ServerMetrics>(server->metrics_endpoint_->registry());
+    service.metrics = server->metrics_.get();
+  }
+  server->service_ = std::make_unique<ParameterService>(service);
+  if (server->metrics_endpoint_ != nullptr) {
+    server->metrics_endpoint_->AddCollector([service = server->service_.get()] {
+      shardps::StatsResponse stats;
+      service->FillStats(&stats);
+      return StatsFamilies(stats);
+    });
+  }
+  if (!options.checkpoint.dir.empty()) {
+    absl::StatusOr<std::unique_ptr<Checkpointer>> checkpointer =
+        Checkpointer::Open(options.checkpoint, &server->service_->registry());
+    if (!checkpointer.ok()) return checkpointer.status();
+    server->checkpointer_ = *std::move(checkpointer);
+    server->service_->set_checkpointer(server->checkpointer_.get());
+  }
+  const std::string listen = absl::StrCat(options.host, ":", options.port);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(listen, *credentials, &server->port_);
+  builder.RegisterService(server->service_.get());
+  builder.SetMaxReceiveMessageSize(options.max_message_bytes);
+  builder.SetMaxSendMessageSize(options.max_message_bytes);
+  // gRPC sets SO_REUSEPORT by default, which would let a second server bind
+  // a busy port and silently take half of its connections.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // Accept the clients' keepalive pings (every 30 s) even while idle.
+  builder.AddChannelArgument(
+      GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  if (options.max_concurrent_streams > 0) {
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                               options.max_concurrent_streams);
+  }
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || server->port_ == 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", listen,
+                     " (address in use, or not an address of this host?)"));
+  }
+  server->server_->GetHealthCheckService()->SetServingStatus(true);
+  if (server->checkpointer_ != nullptr) server->checkpointer_->StartPeriodic();
+  return server;
+}
+
+std::string Server::address() const {
+  return absl::StrCat(options_.host, ":", port_);
+}
+
+absl::Status Server::Shutdown(absl::Duration grace) {
+  absl::MutexLock lock(&shutdown_mu_);
+  if (shut_down_) return absl::OkStatus();
+  shut_down_ = true;
+  server_->GetHealthCheckService()->SetServingStatus(false);
+  // Clients get a retryable answer while the last in-flight calls finish.
+  service_->StartDraining();
+  server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
+  server_->Wait();
+  if (checkpointer_ == nullptr) return absl::OkStatus();
+  // Nothing can change the tables any more: this checkpoint holds every
+  // push that was acknowledged.
+  checkpointer_->StopPeriodic();
+  return checkpointer_->WriteNow();
+}
+
+Server::~Server() {
+  if (server_ != nullptr) {
+    if (absl::Status s = Shutdown(absl::Seconds(1)); !s.ok()) {
+      absl::FPrintF(stderr, "shardps-server: last checkpoint failed: %s\n",
+                    s.ToString());
+    }
+  }
+  // No scrape may read the service once it goes.
+  if (metrics_endpoint_ != nullptr) metrics_endpoint_->Stop();
+}
+
+}  // namespace ps

@@ -1,0 +1,333 @@
+#include "ps/server/service.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "ps/wire/float_pieces.h"
+#include "ps/wire/grpc_status.h"
+#include "ps/wire/security.h"
+#include "ps/wire/value_codec.h"
+#include "ps/wire/wire_codec.h"
+
+namespace ps {
+namespace {
+
+constexpr int kPullValuesField = shardps::PullResponse::kValuesFieldNumber;
+constexpr int kPushGradientField = shardps::PushRequest::kGradientFieldNumber;
+
+}  // namespace
+
+absl::Status ParameterService::Admit(
+    const grpc::CallbackServerContext& context) const {
+  if (draining_.load(std::memory_order_acquire)) {
+    return absl::UnavailableError("server is shutting down");
+  }
+  if (auth_token_.empty()) return absl::OkStatus();
+  const auto& metadata = context.client_metadata();
+  auto it = metadata.find(kAuthMetadataKey);
+  if (it != metadata.end() &&
+      ConstantTimeEquals(
+          BearerValue(auth_token_),
+          absl::string_view(it->second.data(), it->second.size()))) {
+    return absl::OkStatus();
+  }
+  // Says nothing about the expected token.
+  return absl::UnauthenticatedError(
+      it == metadata.end() ? "this server needs the job's auth token"
+                           : "wrong auth token");
+}
+
+bool ParameterService::DropReply() {
+  if (drop_reply_fraction_ <= 0) return false;
+  absl::MutexLock lock(&drop_mu_);
+  return absl::Bernoulli(drop_random_, drop_reply_fraction_);
+}
+
+void ParameterService::Record(RpcMethod method, absl::Time start,
+                              size_t bytes_in, size_t bytes_out,
+                              const absl::Status& status) {
+  const absl::Duration latency = absl::Now() - start;
+  MethodCounters& m = methods_[static_cast<int>(method)];
+  m.requests.fetch_add(1, std::memory_order_relaxed);
+  m.nanos.fetch_add(absl::ToInt64Nanoseconds(latency),
+                    std::memory_order_relaxed);
+  m.bytes_received.fetch_add(bytes_in, std::memory_order_relaxed);
+  m.bytes_sent.fetch_add(bytes_out, std::memory_order_relaxed);
+  if (!status.ok()) m.errors.fetch_add(1, std::memory_order_relaxed);
+  if (metrics_ != nullptr) metrics_->RecordCall(method, status.code(), latency);
+}
+
+grpc::ServerUnaryReactor* ParameterService::Finish(
+    grpc::CallbackServerContext* context, RpcMethod method, absl::Time start,
+    size_t bytes_in, size_t bytes_out, const absl::Status& status) {
+  Record(method, start, bytes_in, bytes_out, status);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ParameterService::CreateTable(
+    grpc::CallbackServerContext* context,
+    const shardps::CreateTableRequest* request,
+    shardps::CreateTableResponse* response) {
+  const absl::Time start = absl::Now();
+  absl::Status status = Admit(*context);
+  if (status.ok()) {
+    bool created = false;
+    absl::StatusOr<Table*> table = registry_.CreateTable(*request, &created);
+    if (table.ok()) {
+      response->set_begin((*table)->store->range().begin);
+      response->set_end((*table)->store->range().end);
+      response->set_created(created);
+    }
+    status = table.status();
+  }
+  return Finish(context, RpcMethod::kCreateTable, start,
+                request->ByteSizeLong(), response->ByteSizeLong(), status);
+}
+
+void ParameterService::FillStats(shardps::StatsResponse* response) {
+  registry_.FillStats(response);
+  response->set_bytes_pulled(bytes_pulled_.load());
+  response->set_bytes_pushed(bytes_pushed_.load());
+  response->set_duplicate_pushes(registry_.DuplicatePushes());
+  if (checkpointer_ != nullptr) {
+    response->set_checkpoints_written(checkpointer_->written());
+  }
+  uint64_t errors = 0;
+  for (int i = 0; i < kNumRpcMethods; ++i) {
+    const MethodCounters& m = methods_[i];
+    shardps::MethodStats* out = response->add_methods();
+    out->set_method(RpcMethodName(static_cast<RpcMethod>(i)));
+    out->set_requests(m.requests.load());
+    out->set_errors(m.errors.load());
+    out->set_seconds(m.nanos.load() * 1e-9);
+    out->set_bytes_received(m.bytes_received.load());
+    out->set_bytes_sent(m.bytes_sent.load());
+    errors += out->errors();
+  }
+  response->set_pull_requests(
+      response->methods(static_cast<int>(RpcMethod::kPull)).requests());
+  response->set_push_requests(
+      response->methods(static_cast<int>(RpcMethod::kPush)).requests());
+  response->set_rejected_requests(errors);
+  response->set_uptime_seconds(absl::ToDoubleSeconds(absl::Now() - started_));
+}
+
+grpc::ServerUnaryReactor* ParameterService::Stats(
+    grpc::CallbackServerContext* context, const shardps::StatsRequest* request,
+    shardps::StatsResponse* response) {
+  const absl::Time start = absl::Now();
+  absl::Status status = Admit(*context);
+  if (status.ok()) status = registry_.CheckJob(request->job());
+  if (status.ok()) FillStats(response);
+  return Finish(context, RpcMethod::kStats, start, request->ByteSizeLong(),
+                response->ByteSizeLong(), status);
+}
+
+grpc::ServerUnaryReactor* ParameterService::Pull(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  const absl::Time start = absl::Now();
+  const size_t bytes_in = request->Length();
+  if (absl::Status s = Admit(*context); !s.ok()) {
+    return Finish(context, RpcMethod::kPull, start, bytes_in, 0, s);
+  }
+  // A pull that must wait for other workers (sync, ssp) is answered later,
+  // from the thread that releases it; the reactor stays open meanwhile.
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  HandlePull(*request, response,
+             [this, reactor, response, start, bytes_in](absl::Status status) {
+               if (status.ok() && DropReply()) {
+                 status = absl::UnavailableError(
+                     "FAULT INJECTION: pull reply dropped");
+               }
+               Record(RpcMethod::kPull, start, bytes_in,
+                      status.ok() ? response->Length() : 0, status);
+               reactor->Finish(ToGrpcStatus(status));
+             });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ParameterService::Push(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  const absl::Time start = absl::Now();
+  const size_t bytes_in = request->Length();
+  if (absl::Status s = Admit(*context); !s.ok()) {
+    return Finish(context, RpcMethod::kPush, start, bytes_in, 0, s);
+  }
+  absl::Status status = HandlePush(*request, response);
+  if (status.ok() && DropReply()) {
+    status = absl::UnavailableError("FAULT INJECTION: push reply dropped");
+  }
+  return Finish(context, RpcMethod::kPush, start, bytes_in,
+                status.ok() ? response->Length() : 0, status);
+}
+
+void ParameterService::HandlePull(const grpc::ByteBuffer& request,
+                                  grpc::ByteBuffer* response, PullDone done) {
+  shardps::PullRequest pull;
+  if (absl::Status s = ParseSmallMessage(request, &pull); !s.ok()) {
+    return std::move(done)(s);
+  }
+  absl::StatusOr<Table*> table = registry_.Find(pull.job(), pull.table());
+  if (!table.ok()) return std::move(done)(table.status());
+  const KeyRange keys{pull.begin(), pull.end()};
+  if (absl::Status s = (*table)->store->CheckKeys(keys); !s.ok()) {
+    return std::move(done)(s);
+  }
+  const shardps::ValueEncoding encoding = pull.encoding();
+  if (encoding != shardps::FLOAT32 && encoding != shardps::FP16 &&
+      encoding != shardps::BF16) {
+    return std::move(done)(absl::InvalidArgumentError(
+        absl::StrCat("pulls take float32, fp16 or bf16 values, not encoding ",
+                     static_cast<int>(encoding))));
+  }
+  if (!(*table)->consistency.pulls_may_wait()) {
+    // The common case, without a continuation to build.
+    TraceSpan span(tracer_, "handle_pull", "server");
+    return std::move(done)(CopyPull(**table, keys, encoding, response));
+  }
+  (*table)->consistency.Pull(
+      pull.worker(), pull.clock(),
+      [this, table = *table, keys, encoding, response,
+       done = std::move(done)](absl::Status status) mutable {
+        if (status.ok()) {
+          TraceSpan span(tracer_, "handle_pull", "server");
+          status = CopyPull(*table, keys, encoding, response);
+        }
+        std::move(done)(std::move(status));
+      });
+}
+
+absl::Status ParameterService::CopyPull(Table& table, KeyRange keys,
+                                        shardps::ValueEncoding encoding,
+                                        grpc::ByteBuffer* response) {
+  const size_t n = keys.size();
+  const size_t payload = EncodedBytes(encoding, n);
+  // Values are copied once, from the store straight into a reused buffer that
+  // gRPC sends from, with the message header written just in front of them.
+  PooledBuffer buffer = pull_buffers_.Acquire(kMaxWireHeaderBytes + payload);
+  char* values = buffer.data() + kMaxWireHeaderBytes;
+  absl::StatusOr<uint64_t> version;
+  if (encoding == shardps::FLOAT32) {
+    version = table.store->Pull(keys, reinterpret_cast<float*>(values));
+  } else {
+    // Copied out under the stripe locks first, then encoded.
+    PooledBuffer copy = scratch_buffers_.Acquire(n * sizeof(float));
+    float* floats = reinterpret_cast<float*>(copy.data());
+    version = table.store->Pull(keys, floats);
+    if (encoding == shardps::FP16) {
+      EncodeFp16(floats, n, values);
+    } else {
+      EncodeBf16(floats, n, values);
+    }
+  }
+  if (!version.ok()) return version.status();
+  shardps::PullResponse header;
+  header.set_version(*version);
+  const size_t header_bytes =
+      WriteHeaderBefore(header, kPullValuesField, payload, values);
+  grpc::Slice slice = std::move(buffer).ToSlice(
+      kMaxWireHeaderBytes - header_bytes, header_bytes + payload);
+  *response = grpc::ByteBuffer(&slice, 1);
+  bytes_pulled_.fetch_add(payload, std::memory_order_relaxed);
+  return absl::OkStatus();
+}
+
+absl::Status ParameterService::DecodePush(
+    shardps::ValueEncoding encoding, Table& table, KeyRange keys,
+    absl::Span<const absl::string_view> bulk, size_t bulk_bytes,
+    PooledBuffer* decoded) {
+  if (!shardps::ValueEncoding_IsValid(encoding)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown gradient encoding ", static_cast<int>(encoding)));
+  }
+  // Checked before any buffer is sized by the request.
+  if (absl::Status s = table.store->CheckKeys(keys); !s.ok()) return s;
+  const size_t n = keys.size();
+  if (bulk_bytes != EncodedBytes(encoding, n)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "gradient has ", bulk_bytes, " bytes but key range [", keys.begin, ", ",
+        keys.end, ") in ", EncodingName(encoding), " needs ",
+        EncodedBytes(encoding, n)));
+  }
+  PooledBuffer gathered;
+  const absl::string_view in = Contiguous(bulk, scratch_buffers_, &gathered);
+  *decoded = scratch_buffers_.Acquire(n * sizeof(float));
+  return DecodeValues(encoding, in.data(), n,
+                      reinterpret_cast<float*>(decoded->data()));
+}
+
+absl::Status ParameterService::HandlePush(const grpc::ByteBuffer& request,
+                                          grpc::ByteBuffer* response) {
+  TraceSpan span(tracer_, "handle_push", "server");
+  SplitMessage split;
+  if (absl::Status s = SplitBulkField(request, kPushGradientField, &split);
+      !s.ok()) {
+    return s;
+  }
+  shardps::PushRequest push;
+  if (!push.ParseFromString(split.rest)) {
+    return absl::InvalidArgumentError("malformed PushRequest fields");
+  }
+  absl::StatusOr<Table*> table = registry_.Find(push.job(), push.table());
+  if (!table.ok()) return table.status();
+  Table& t = **table;
+  const KeyRange keys{push.begin(), push.end()};
+  size_t wire_bytes = 0;
+  for (absl::string_view piece : split.bulk) wire_bytes += piece.size();
+  // An encoded gradient is decoded into a reused buffer; float32 is read in
+  // place from the request.
+  absl::Span<const absl::string_view> pieces = split.bulk;
+  PooledBuffer decoded;
+  absl::string_view decoded_view;
+  if (push.encoding() != shardps::FLOAT32) {
+    if (absl::Status s = DecodePush(push.encoding(), t, keys, split.bulk,
+                                    wire_bytes, &decoded);
+        !s.ok()) {
+      return s;
+    }
+    decoded_view = absl::string_view(decoded.data(), keys.size() * 4);
+    pieces = absl::MakeConstSpan(&decoded_view, 1);
+  }
+  FloatPieces gradient(pieces);
+  const float lr_scale =
+      push.has_learning_rate_scale() ? push.learning_rate_scale() : 1.0f;
+  if (!std::isfinite(lr_scale) || lr_scale < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "learning_rate_scale must be finite and >= 0, got ", lr_scale));
+  }
+  // Validate first: a rejected push must not even touch the ledger.
+  if (absl::Status s = t.store->CheckPush(keys, gradient); !s.ok()) return s;
+  const PushId id{push.worker(), push.session(), push.sequence(), keys.begin};
+  shardps::PushResponse reply;
+  {
+    absl::ReaderMutexLock hold(&t.snapshot_mu);
+    absl::StatusOr<Admission> admission =
+        t.ledger.Admit(id, push.acked_below());
+    if (!admission.ok()) return admission.status();
+    if (admission->kind == Admission::kDuplicate) {
+      reply.set_duplicate(true);
+      reply.set_version(admission->version != 0 ? admission->version
+                                                : t.store->version());
+    } else {
+      absl::StatusOr<uint64_t> version = t.consistency.Push(
+          push.worker(), push.clock(), keys, gradient, lr_scale);
+      if (!version.ok()) {
+        t.ledger.Abort(id);
+        return version.status();
+      }
+      t.ledger.Commit(id, *version);
+      t.RecordClock(push.worker(), push.clock());
+      reply.set_version(*version);
+      bytes_pushed_.fetch_add(wire_bytes, std::memory_order_relaxed);
+    }
+  }
+  *response = SerializeSmallMessage(reply);
+  return absl::OkStatus();
+}
+
+}  // namespace ps

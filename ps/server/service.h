@@ -1,0 +1,162 @@
+// ParameterService is the gRPC face of one shardps server: it decodes
+// requests, hands them to the TableRegistry and its ShardStores, and encodes
+// the replies. Pull and Push are raw (ByteBuffer) methods so that the float
+// payload goes from gRPC's slices into the store, and from a pooled buffer
+// back out, without a std::string copy (ps/wire/wire_codec.h); CreateTable and
+// Stats are ordinary protobuf methods.
+//
+// Every handler runs to completion on the gRPC callback thread that called
+// it; there is no thread per request.
+//
+// Thread-safety: gRPC calls the handlers concurrently; all state is either
+// immutable, atomic or guarded inside TableRegistry/ShardStore/BufferPool.
+#ifndef SHARDPS_PS_SERVER_SERVICE_H_
+#define SHARDPS_PS_SERVER_SERVICE_H_
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/random/random.h"
+#include "absl/synchronization/mutex.h"
+#include "proto/shardps.grpc.pb.h"
+#include "ps/obs/trace.h"
+#include "ps/server/checkpointer.h"
+#include "ps/server/server_metrics.h"
+#include "ps/table/table_registry.h"
+#include "ps/wire/buffer_pool.h"
+
+namespace ps {
+
+using ParameterServiceBase =
+    shardps::ParameterServer::WithRawCallbackMethod_Pull<
+        shardps::ParameterServer::WithRawCallbackMethod_Push<
+            shardps::ParameterServer::WithCallbackMethod_CreateTable<
+                shardps::ParameterServer::WithCallbackMethod_Stats<
+                    shardps::ParameterServer::Service>>>>;
+
+struct ServiceOptions {
+  std::string job = "default";
+  // When non-empty, every call must carry it (ps/wire/security.h).
+  std::string auth_token;
+  TableLimits limits;
+  // FAULT INJECTION, for tests of retries: this fraction of Pull and Push
+  // calls is carried out in full but answered UNAVAILABLE, as if the reply
+  // were lost on the way back. 0 in normal operation.
+  double drop_reply_fraction = 0;
+  // Spans of request handling (ps/obs/trace.h); null: none.
+  Tracer* tracer = nullptr;
+  // Every answered call is counted here (ps/server/server_metrics.h); null:
+  // none.
+  ServerMetrics* metrics = nullptr;
+};
+
+class ParameterService final : public ParameterServiceBase {
+ public:
+  explicit ParameterService(ServiceOptions options)
+      : registry_(options.job, options.limits),
+        auth_token_(std::move(options.auth_token)),
+        drop_reply_fraction_(options.drop_reply_fraction),
+        tracer_(options.tracer),
+        metrics_(options.metrics) {}
+
+  TableRegistry& registry() { return registry_; }
+  // From now on every call is answered UNAVAILABLE ("shutting down"), which
+  // clients retry, instead of being cut off by the server's shutdown.
+  // Pulls waiting for other workers are answered the same way.
+  void StartDraining() {
+    draining_.store(true, std::memory_order_release);
+    registry_.CloseWaits(absl::UnavailableError("server is shutting down"));
+  }
+  // Reports checkpoints_written in Stats; set before serving starts.
+  void set_checkpointer(const Checkpointer* checkpointer) {
+    checkpointer_ = checkpointer;
+  }
+
+  // What the Stats RPC answers: tables, request and byte counts.
+  void FillStats(shardps::StatsResponse* response);
+
+  grpc::ServerUnaryReactor* CreateTable(
+      grpc::CallbackServerContext* context,
+      const shardps::CreateTableRequest* request,
+      shardps::CreateTableResponse* response) override;
+  grpc::ServerUnaryReactor* Stats(grpc::CallbackServerContext* context,
+                                  const shardps::StatsRequest* request,
+                                  shardps::StatsResponse* response) override;
+  grpc::ServerUnaryReactor* Pull(grpc::CallbackServerContext* context,
+                                 const grpc::ByteBuffer* request,
+                                 grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* Push(grpc::CallbackServerContext* context,
+                                 const grpc::ByteBuffer* request,
+                                 grpc::ByteBuffer* response) override;
+
+  // What Pull and Push do with an encoded request once the call is admitted
+  // (the fuzz target in tests/fuzz drives these directly). HandlePull calls
+  // `done` with the outcome once the pull has been answered into
+  // *response: at once, or later from another thread when the table's
+  // consistency makes it wait (ps/table/consistency.h); request and response
+  // must live until then.
+  using PullDone = absl::AnyInvocable<void(absl::Status) &&>;
+  void HandlePull(const grpc::ByteBuffer& request, grpc::ByteBuffer* response,
+                  PullDone done);
+  absl::Status HandlePush(const grpc::ByteBuffer& request,
+                          grpc::ByteBuffer* response);
+
+ private:
+  // UNAUTHENTICATED unless the call carries the job's token; UNAVAILABLE
+  // while draining.
+  absl::Status Admit(const grpc::CallbackServerContext& context) const;
+  // Copies keys of `table` into an encoded PullResponse.
+  absl::Status CopyPull(Table& table, KeyRange keys,
+                        shardps::ValueEncoding encoding,
+                        grpc::ByteBuffer* response);
+  // Decodes a pushed gradient of `bulk_bytes` in `bulk` into *decoded (4
+  // bytes per key); INVALID_ARGUMENT for an unknown encoding, bad keys or a
+  // length that does not match them.
+  absl::Status DecodePush(shardps::ValueEncoding encoding, Table& table,
+                          KeyRange keys,
+                          absl::Span<const absl::string_view> bulk,
+                          size_t bulk_bytes, PooledBuffer* decoded);
+  // True when fault injection says to lose this call's reply.
+  bool DropReply();
+  // Counts a call that arrived at `start` and is answered with `status`:
+  // in its method's counters (Stats) and the latency metrics.
+  void Record(RpcMethod method, absl::Time start, size_t bytes_in,
+              size_t bytes_out, const absl::Status& status);
+  // Records the call and finishes it with `status`.
+  grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* context,
+                                   RpcMethod method, absl::Time start,
+                                   size_t bytes_in, size_t bytes_out,
+                                   const absl::Status& status);
+
+  TableRegistry registry_;
+  const std::string auth_token_;
+  const double drop_reply_fraction_;
+  Tracer* const tracer_;
+  ServerMetrics* const metrics_;
+  std::atomic<bool> draining_{false};
+  absl::Mutex drop_mu_;
+  absl::BitGen drop_random_ ABSL_GUARDED_BY(drop_mu_);
+  const Checkpointer* checkpointer_ = nullptr;
+  BufferPool pull_buffers_;
+  BufferPool scratch_buffers_;  // decoding and encoding 16-bit values
+  std::atomic<uint64_t> bytes_pulled_{0};
+  std::atomic<uint64_t> bytes_pushed_{0};
+  // Per RpcMethod: Stats' MethodStats and request totals, and the
+  // Prometheus counters of calls and bytes (StatsFamilies).
+  struct MethodCounters {
+    std::atomic<uint64_t> requests{0};
+    std::atomic<uint64_t> errors{0};
+    std::atomic<int64_t> nanos{0};
+    std::atomic<uint64_t> bytes_received{0};
+    std::atomic<uint64_t> bytes_sent{0};
+  };
+  std::array<MethodCounters, kNumRpcMethods> methods_;
+  const absl::Time started_ = absl::Now();
+};
+
+}  // namespace ps
+
+#endif  // SHARDPS_PS_SERVER_SERVICE_H_

@@ -1,0 +1,278 @@
+#include "ps/table/checkpoint.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+
+#include "absl/base/config.h"
+#include "absl/cleanup/cleanup.h"
+#include "absl/strings/str_cat.h"
+#include "proto/checkpoint.pb.h"
+
+namespace ps {
+namespace {
+
+static_assert(ABSL_IS_LITTLE_ENDIAN, "the file format stores little-endian");
+
+constexpr char kMagic[] = "SPSCKPT1";
+constexpr size_t kMagicBytes = 8;
+constexpr char kEndMark[] = "END";
+constexpr size_t kBlockHeaderBytes = 12;  // u64 length, u32 CRC
+constexpr uint32_t kFormatVersion = 1;
+
+uint32_t Crc(const char* data, size_t n) {
+  return static_cast<uint32_t>(
+      crc32_z(crc32_z(0, nullptr, 0), reinterpret_cast<const Bytef*>(data), n));
+}
+
+absl::Status FileError(absl::string_view what, const std::string& path) {
+  const int e = errno;
+  return absl::ErrnoToStatus(e, absl::StrCat("cannot ", what, " ", path));
+}
+
+class BlockWriter {
+ public:
+  BlockWriter(int fd, const std::string& path) : fd_(fd), path_(path) {}
+
+  absl::Status Raw(const char* data, size_t n) {
+    while (n > 0) {
+      const ssize_t wrote = ::write(fd_, data, n);
+      if (wrote < 0) {
+        if (errno == EINTR) continue;
+        return FileError("write", path_);
+      }
+      data += wrote;
+      n -= wrote;
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Block(const char* data, size_t n) {
+    char header[kBlockHeaderBytes];
+    const uint64_t length = n;
+    const uint32_t crc = Crc(data, n);
+    std::memcpy(header, &length, sizeof length);
+    std::memcpy(header + sizeof length, &crc, sizeof crc);
+    if (absl::Status s = Raw(header, sizeof header); !s.ok()) return s;
+    return Raw(data, n);
+  }
+
+ private:
+  const int fd_;
+  const std::string& path_;
+};
+
+class BlockReader {
+ public:
+  BlockReader(int fd, const std::string& path, uint64_t file_size)
+      : fd_(fd), path_(path), file_size_(file_size) {}
+
+  uint64_t offset() const { return offset_; }
+
+  absl::Status Corrupt(absl::string_view what) const {
+    return absl::DataLossError(
+        absl::StrCat("checkpoint ", path_, " at byte ", offset_, ": ", what));
+  }
+
+  absl::Status Raw(char* out, size_t n) {
+    if (n > file_size_ - offset_) return Corrupt("truncated");
+    size_t done = 0;
+    while (done < n) {
+      const ssize_t got = ::pread(fd_, out + done, n - done, offset_ + done);
+      if (got < 0) {
+        if (errno == EINTR) continue;
+        return FileError("read", path_);
+      }
+      if (got == 0) return Corrupt("truncated");
+      done += got;
+    }
+    offset_ += n;
+    return absl::OkStatus();
+  }
+
+  // Reads one block of at most `max_bytes` into `out` (resized to fit).
+  absl::Status Block(size_t max_bytes, std::string* out) {
+    size_t n = 0;
+    return BlockInto(max_bytes, &n, [&](size_t length) {
+      out->resize(length);
+      return out->data();
+    });
+  }
+
+  // Reads one block whose payload goes where `place(length)` says; the
+  // length is checked against `max_bytes` and the file size first.
+  template <typename Place>
+  absl::Status BlockInto(size_t max_bytes, size_t* length, Place place) {
+    const uint64_t at = offset_;
+    char header[kBlockHeaderBytes];
+    if (absl::Status s = Raw(header, sizeof header); !s.ok()) return s;
+    uint64_t n;
+    uint32_t crc;
+    std::memcpy(&n, header, sizeof n);
+    std::memcpy(&crc, header + sizeof n, sizeof crc);
+    if (n > max_bytes || n > file_size_ - offset_) {
+      offset_ = at;
+      return Corrupt(absl::StrCat("block length ", n, " is impossible here"));
+    }
+    char* data = place(n);
+    if (absl::Status s = Raw(data, n); !s.ok()) return s;
+    if (Crc(data, n) != crc) {
+      offset_ = at;
+      return Corrupt("block checksum mismatch");
+    }
+    *length = n;
+    return absl::OkStatus();
+  }
+
+ private:
+  const int fd_;
+  const std::string& path_;
+  const uint64_t file_size_;
+  uint64_t offset_ = 0;
+};
+
+absl::Status SyncDirectoryOf(const std::string& path) {
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  const int fd = ::open(dir.empty() ? "." : dir.c_str(),
+                        O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return FileError("open directory", dir);
+  const int rc = ::fsync(fd);
+  ::close(fd);
+  if (rc != 0) return FileError("fsync directory", dir);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status WriteCheckpoint(const std::string& path, absl::string_view job,
+                             const std::vector<TableSnapshot>& tables) {
+  shardps::CheckpointHeader header;
+  header.set_format_version(kFormatVersion);
+  header.set_job(std::string(job));
+  header.set_written_unix_micros(absl::ToUnixMicros(absl::Now()));
+  for (const TableSnapshot& table : tables) *header.add_tables() = table.meta;
+
+  const std::string tmp = path + ".tmp";
+  const int fd =
+      ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return FileError("create", tmp);
+  bool closed = false;
+  absl::Cleanup close_and_remove = [&] {
+    if (!closed) ::close(fd);
+    ::unlink(tmp.c_str());
+  };
+  BlockWriter out(fd, tmp);
+  const std::string encoded = header.SerializeAsString();
+  if (absl::Status s = out.Raw(kMagic, kMagicBytes); !s.ok()) return s;
+  if (absl::Status s = out.Block(encoded.data(), encoded.size()); !s.ok()) {
+    return s;
+  }
+  for (const TableSnapshot& table : tables) {
+    for (const std::vector<float>& array : table.arrays) {
+      const char* bytes = reinterpret_cast<const char*>(array.data());
+      size_t left = array.size() * sizeof(float);
+      while (left > 0) {
+        const size_t n = std::min(left, kMaxBlockBytes);
+        if (absl::Status s = out.Block(bytes, n); !s.ok()) return s;
+        bytes += n;
+        left -= n;
+      }
+    }
+  }
+  if (absl::Status s = out.Block(kEndMark, sizeof kEndMark - 1); !s.ok()) {
+    return s;
+  }
+  if (::fsync(fd) != 0) return FileError("fsync", tmp);
+  closed = true;
+  if (::close(fd) != 0) return FileError("close", tmp);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    return FileError(absl::StrCat("rename ", tmp, " to"), path);
+  }
+  std::move(close_and_remove).Cancel();
+  return SyncDirectoryOf(path);
+}
+
+absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return FileError("open", path);
+  absl::Cleanup close = [fd] { ::close(fd); };
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return FileError("stat", path);
+  BlockReader in(fd, path, st.st_size);
+
+  char magic[kMagicBytes];
+  if (absl::Status s = in.Raw(magic, sizeof magic); !s.ok()) return s;
+  if (std::memcmp(magic, kMagic, kMagicBytes) != 0) {
+    return absl::DataLossError(
+        absl::StrCat("checkpoint ", path, " is not a shardps checkpoint"));
+  }
+  std::string encoded;
+  if (absl::Status s = in.Block(st.st_size, &encoded); !s.ok()) return s;
+  shardps::CheckpointHeader header;
+  if (!header.ParseFromString(encoded)) {
+    return in.Corrupt("unparsable header");
+  }
+  if (header.format_version() != kFormatVersion) {
+    return in.Corrupt(absl::StrCat("format version ", header.format_version(),
+                                   " is not ", kFormatVersion));
+  }
+  Checkpoint checkpoint;
+  checkpoint.job = header.job();
+  checkpoint.written = absl::FromUnixMicros(header.written_unix_micros());
+  for (shardps::TableCheckpoint& meta : *header.mutable_tables()) {
+    const shardps::CreateTableRequest& spec = meta.spec();
+    if (spec.num_shards() < 1 || spec.num_shards() > kMaxShards ||
+        spec.shard_index() >= spec.num_shards()) {
+      return in.Corrupt(
+          absl::StrCat("table '", spec.table(), "' has an impossible shard"));
+    }
+    const uint64_t keys = RangePartition(spec.num_params(), spec.num_shards())
+                              .shard_range(spec.shard_index())
+                              .size();
+    // Every array is on disk in full, so the file size bounds the memory a
+    // damaged header can make this allocate.
+    const uint64_t file_size = st.st_size;
+    if (meta.arrays() == 0 || keys > file_size / sizeof(float) ||
+        meta.arrays() >
+            file_size / std::max<uint64_t>(1, keys * sizeof(float))) {
+      return in.Corrupt(absl::StrCat("table '", spec.table(), "' claims ",
+                                     meta.arrays(), " arrays of ", keys,
+                                     " floats, more than the file holds"));
+    }
+    TableSnapshot& table = checkpoint.tables.emplace_back();
+    table.arrays.resize(meta.arrays());
+    for (std::vector<float>& array : table.arrays) {
+      array.resize(keys);
+      char* bytes = reinterpret_cast<char*>(array.data());
+      size_t left = keys * sizeof(float);
+      while (left > 0) {
+        size_t n = 0;
+        if (absl::Status s = in.BlockInto(std::min(left, kMaxBlockBytes), &n,
+                                          [bytes](size_t) { return bytes; });
+            !s.ok()) {
+          return s;
+        }
+        if (n == 0) return in.Corrupt("empty block inside an array");
+        bytes += n;
+        left -= n;
+      }
+    }
+    table.meta = std::move(meta);
+  }
+  std::string end;
+  if (absl::Status s = in.Block(sizeof kEndMark - 1, &end); !s.ok()) return s;
+  if (end != kEndMark) return in.Corrupt("no end mark");
+  if (in.offset() != uint64_t(st.st_size)) {
+    return in.Corrupt("bytes after the end mark");
+  }
+  return checkpoint;
+}
+
+}  // namespace ps

@@ -1,0 +1,53 @@
+#include "ps/table/initializer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+
+namespace ps {
+namespace {
+
+// Random values are drawn per block of keys from a generator seeded with
+// (seed, block index), so any sub-range can be produced without the rest.
+constexpr uint64_t kRandomBlock = 1024;
+
+template <typename Distribution>
+void FillRandom(uint64_t seed, KeyRange keys, float* out, Distribution dist) {
+  for (uint64_t block = keys.begin / kRandomBlock;
+       block * kRandomBlock < keys.end; ++block) {
+    std::seed_seq seq{
+        static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32),
+        static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32)};
+    std::mt19937 gen(seq);
+    dist.reset();
+    const uint64_t first = block * kRandomBlock;
+    const uint64_t last = std::min(first + kRandomBlock, keys.end);
+    for (uint64_t key = first; key < last; ++key) {
+      const float v = dist(gen);
+      if (key >= keys.begin) out[key - keys.begin] = v;
+    }
+  }
+}
+
+}  // namespace
+
+void FillInitialValues(const shardps::InitConfig& config, KeyRange keys,
+                       float* out) {
+  const std::string& kind = config.kind();
+  if (kind == "constant") {
+    std::fill(out, out + keys.size(), config.value());
+  } else if (kind == "uniform") {
+    FillRandom(
+        config.seed(), keys, out,
+        std::uniform_real_distribution<float>(-config.scale(), config.scale()));
+  } else if (kind == "normal") {
+    FillRandom(config.seed(), keys, out,
+               std::normal_distribution<float>(0.0f, config.scale()));
+  } else {
+    std::fill(out, out + keys.size(), 0.0f);
+  }
+}
+
+}  // namespace ps

@@ -1,0 +1,101 @@
+#include "ps/table/shard_store.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace ps {
+
+ShardStore::ShardStore(KeyRange range, std::unique_ptr<Updater> updater,
+                       std::vector<float> initial, uint64_t version)
+    : range_(range),
+      updater_(std::move(updater)),
+      values_(std::move(initial)),
+      stripes_((range.size() + kStripeFloats - 1) / kStripeFloats),
+      version_(version) {
+  assert(values_.size() == range_.size());
+}
+
+absl::Status ShardStore::CheckKeys(KeyRange keys) const {
+  if (keys.begin >= keys.end) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "empty or inverted key range [", keys.begin, ", ", keys.end, ")"));
+  }
+  if (!range_.Contains(keys)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("key range [", keys.begin, ", ", keys.end,
+                     ") is outside this shard's range [", range_.begin, ", ",
+                     range_.end, ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint64_t> ShardStore::Pull(KeyRange keys, float* out) const {
+  if (absl::Status s = CheckKeys(keys); !s.ok()) return s;
+  const uint64_t version = this->version();
+  uint64_t at = keys.begin - range_.begin;
+  const uint64_t stop = keys.end - range_.begin;
+  while (at < stop) {
+    const uint64_t stripe = at / kStripeFloats;
+    const uint64_t stripe_end = std::min(stop, (stripe + 1) * kStripeFloats);
+    absl::ReaderMutexLock lock(&stripes_[stripe]);
+    std::memcpy(out, &values_[at], (stripe_end - at) * sizeof(float));
+    out += stripe_end - at;
+    at = stripe_end;
+  }
+  return version;
+}
+
+absl::StatusOr<uint64_t> ShardStore::Push(KeyRange keys,
+                                          FloatPieces& gradient) {
+  if (absl::Status s = CheckPush(keys, gradient); !s.ok()) return s;
+  return ApplyChecked(keys, gradient);
+}
+
+absl::Status ShardStore::CheckPush(KeyRange keys, FloatPieces& gradient) const {
+  if (absl::Status s = CheckKeys(keys); !s.ok()) return s;
+  if (gradient.byte_size() != keys.size() * sizeof(float)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "gradient has ", gradient.byte_size(), " bytes but key range [",
+        keys.begin, ", ", keys.end, ") needs ", keys.size() * sizeof(float)));
+  }
+  // Validate everything before touching anything: a rejected push must leave
+  // the table as it was.
+  gradient.Reset();
+  if (!gradient.RestAllFinite()) {
+    return absl::InvalidArgumentError(absl::StrCat("gradient for key range [",
+                                                   keys.begin, ", ", keys.end,
+                                                   ") contains NaN or Inf"));
+  }
+  return absl::OkStatus();
+}
+
+uint64_t ShardStore::ApplyChecked(KeyRange keys, FloatPieces& gradient,
+                                  float lr_scale) {
+  gradient.Reset();
+  uint64_t at = keys.begin - range_.begin;
+  const uint64_t stop = keys.end - range_.begin;
+  while (at < stop) {
+    const uint64_t stripe = at / kStripeFloats;
+    const uint64_t stripe_end = std::min(stop, (stripe + 1) * kStripeFloats);
+    absl::MutexLock lock(&stripes_[stripe]);
+    gradient.ForEachRun(stripe_end - at, [&](UnalignedFloats run) {
+      updater_->Apply(at, &values_[at], run, lr_scale);
+      at += run.size();
+    });
+  }
+  return version_.fetch_add(1, std::memory_order_acq_rel) + 1;
+}
+
+void ShardStore::SaveArrays(std::vector<std::vector<float>>* arrays) const {
+  const std::vector<absl::Span<float>> state = updater_->state();
+  arrays->resize(1 + state.size());
+  (*arrays)[0].assign(values_.begin(), values_.end());
+  for (size_t i = 0; i < state.size(); ++i) {
+    (*arrays)[1 + i].assign(state[i].begin(), state[i].end());
+  }
+}
+
+}  // namespace ps

@@ -1,0 +1,46 @@
+// What a valid table spec is: the rules of proto/shardps.proto's
+// CreateTableRequest and its OptimizerConfig, InitConfig and
+// ConsistencyConfig, checked alike by a client before it sends a spec and
+// by a server before it builds a table from one. Every error is
+// INVALID_ARGUMENT and names the field.
+//
+// Thread-safety: free functions without shared state.
+#ifndef SHARDPS_PS_WIRE_TABLE_SPEC_H_
+#define SHARDPS_PS_WIRE_TABLE_SPEC_H_
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "proto/shardps.pb.h"
+
+namespace ps {
+
+// An unknown optimizer, a value out of its range, or a field set that the
+// named optimizer does not use.
+absl::Status ValidateOptimizer(const shardps::OptimizerConfig& config);
+
+// An unknown kind, or a value or scale that is not finite (scale < 0).
+absl::Status ValidateInit(const shardps::InitConfig& config);
+
+// An unknown mode or policy, a value out of range, or a field set that the
+// mode does not use.
+absl::Status ValidateConsistency(const shardps::ConsistencyConfig& config);
+
+// The whole request but its job (which only the server can judge): the
+// table name (1 to 128 printable ASCII characters without spaces), the
+// shard count and index, every config above and the init segments, and no
+// field this build does not know (a request from an older or newer client
+// would otherwise be read silently wrong).
+absl::Status ValidateTableSpec(const shardps::CreateTableRequest& spec);
+
+// "async", "sync", "ssp": the flags' spellings, for messages.
+absl::string_view ConsistencyModeName(shardps::ConsistencyMode mode);
+// "fail", "drop".
+absl::string_view StragglerPolicyName(shardps::StragglerPolicy policy);
+// The policy spelled "fail" or "drop"; INVALID_ARGUMENT otherwise.
+absl::StatusOr<shardps::StragglerPolicy> ParseStragglerPolicy(
+    absl::string_view name);
+
+}  // namespace ps
+
+#endif  // SHARDPS_PS_WIRE_TABLE_SPEC_H_

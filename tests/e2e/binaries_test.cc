@@ -1,0 +1,195 @@
+// End-to-end: the real shardps-server and shardps-bench binaries, started as
+// separate processes the way a user or a launcher starts them.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "ps/base/program.h"
+#include "ps/base/server_process.h"
+#include "ps/client/client.h"
+#include "test_util.h"
+
+namespace ps {
+namespace {
+
+class BinariesTest : public testing::Test {
+ protected:
+  ServerProcessOptions Options(std::string name) {
+    ServerProcessOptions o;
+    o.binary = SiblingBinary("shardps-server");
+    o.run_dir = run_dir_;
+    o.name = std::move(name);
+    o.extra_args = {"--job=e2e"};
+    return o;
+  }
+
+  // Runs a command, returning its exit code and everything it printed.
+  static int Run(const std::string& command, std::string* output) {
+    FILE* pipe = popen(absl::StrCat(command, " 2>&1").c_str(), "r");
+    char buf[4096];
+    size_t n;
+    output->clear();
+    while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) output->append(buf, n);
+    const int status = pclose(pipe);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+  testutil::ScopedTempDir tmp_{"shardps-e2e"};
+  const std::string run_dir_ = tmp_.path();
+};
+
+TEST_F(BinariesTest, ServerServesThenStopsCleanlyOnSigtermAndSigint) {
+  for (int sig : {SIGTERM, SIGINT}) {
+    SCOPED_TRACE(sig);
+    absl::StatusOr<std::unique_ptr<ServerProcess>> server =
+        ServerProcess::Spawn(Options(absl::StrCat("s", sig)));
+    ASSERT_TRUE(server.ok()) << server.status();
+    ClientOptions o;
+    o.server_addrs = {(*server)->address()};
+    o.job = "e2e";
+    std::unique_ptr<Client> client = *Client::Connect(o);
+    ASSERT_TRUE(client->WaitReady(absl::Seconds(10)).ok());
+    TableOptions t;
+    t.name = "w";
+    t.num_params = 100;
+    t.optimizer.set_name("sgd");
+    t.optimizer.set_learning_rate(1);
+    ASSERT_TRUE(client->CreateTable(t).ok());
+    std::vector<float> v(100, 3.0f);
+    ASSERT_TRUE(client->Push("w", 0, 100, v.data()).ok());
+    ASSERT_TRUE(client->Pull("w", 0, 100, v.data()).ok());
+    EXPECT_EQ(v[99], -3.0f);
+
+    const pid_t pid = (*server)->pid();
+    if (sig == SIGINT) {
+      kill(pid, SIGINT);
+    }
+    absl::Status stopped = (*server)->Stop(absl::Seconds(10));
+    EXPECT_TRUE(stopped.ok()) << stopped;
+    const std::string log = testutil::ReadFile((*server)->log_path());
+    EXPECT_NE(log.find(absl::StrCat("listening on ", (*server)->address())),
+              std::string::npos)
+        << log;
+    EXPECT_NE(log.find(sig == SIGTERM ? "SIGTERM received" : "SIGINT received"),
+              std::string::npos)
+        << log;
+    EXPECT_NE(log.find("stopped"), std::string::npos) << log;
+  }
+}
+
+TEST_F(BinariesTest, HungServerGivesAnErrorWithinTheDeadline) {
+  // A stopped (SIGSTOP) server accepts no bytes: the client's TCP buffers
+  // fill with a large push and gRPC holds the rest. Calls must still end at
+  // their deadline, and the caller's memory must be safe to free afterwards.
+  absl::StatusOr<std::unique_ptr<ServerProcess>> server =
+      ServerProcess::Spawn(Options("hung"));
+  ASSERT_TRUE(server.ok()) << server.status();
+  ClientOptions o;
+  o.server_addrs = {(*server)->address()};
+  o.job = "e2e";
+  o.rpc_timeout = absl::Seconds(2);
+  std::unique_ptr<Client> client = *Client::Connect(o);
+  TableOptions t;
+  t.name = "w";
+  t.num_params = 16 << 20;
+  t.optimizer.set_name("sgd");
+  t.optimizer.set_learning_rate(1);
+  ASSERT_TRUE(client->CreateTable(t).ok());
+  kill((*server)->pid(), SIGSTOP);
+  for (int round = 0; round < 2; ++round) {
+    auto grad = std::make_unique<std::vector<float>>(t.num_params, 1.0f);
+    const absl::Time start = absl::Now();
+    absl::Status push = client->Push("w", 0, t.num_params, grad->data());
+    const absl::Duration took = absl::Now() - start;
+    EXPECT_TRUE(absl::IsDeadlineExceeded(push)) << push;
+    EXPECT_NE(push.message().find((*server)->address()), std::string::npos)
+        << push;
+    EXPECT_LT(took, absl::Seconds(6)) << "round " << round;
+    grad.reset();  // freed while the connection is still stuck
+    std::vector<float> out(1000);
+    EXPECT_FALSE(client->Pull("w", 0, 1000, out.data()).ok());
+  }
+  kill((*server)->pid(), SIGCONT);
+  EXPECT_TRUE((*server)->Stop().ok());
+}
+
+TEST_F(BinariesTest, ServerRefusesBadFlagsAndBusyPortsWithAClearMessage) {
+  ServerProcessOptions bad = Options("bad");
+  bad.extra_args.push_back("--port=99999");
+  absl::StatusOr<std::unique_ptr<ServerProcess>> r = ServerProcess::Spawn(bad);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("exit code 2"), std::string::npos)
+      << r.status();
+  EXPECT_NE(r.status().message().find("--port=99999"), std::string::npos)
+      << r.status();
+
+  absl::StatusOr<std::unique_ptr<ServerProcess>> first =
+      ServerProcess::Spawn(Options("first"));
+  ASSERT_TRUE(first.ok()) << first.status();
+  ServerProcessOptions busy = Options("busy");
+  busy.extra_args.push_back(absl::StrCat("--port=", (*first)->port()));
+  r = ServerProcess::Spawn(busy);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("cannot listen on 127.0.0.1:" +
+                                      std::to_string((*first)->port())),
+            std::string::npos)
+      << r.status();
+}
+
+TEST_F(BinariesTest, HelpDocumentsFlagsWithDefaults) {
+  std::string out;
+  Run(absl::StrCat(SiblingBinary("shardps-server"), " --help"), &out);
+  for (const char* flag : {"--host", "--port", "--port_file", "--job",
+                           "--max_message_mb", "--shutdown_grace_s"}) {
+    EXPECT_NE(out.find(flag), std::string::npos) << flag << "\n" << out;
+  }
+  EXPECT_NE(out.find("default: 0"), std::string::npos) << out;
+  Run(absl::StrCat(SiblingBinary("shardps-bench"), " --help"), &out);
+  for (const char* flag :
+       {"--spawn_servers", "--server_addrs", "--num_servers", "--workers",
+        "--params", "--seconds", "--json", "--chunk_kb",
+        "--channels_per_server", "--inflight"}) {
+    EXPECT_NE(out.find(flag), std::string::npos) << flag << "\n" << out;
+  }
+}
+
+TEST_F(BinariesTest, BenchPrintsOneJsonLineWithEveryFigure) {
+  std::string out;
+  const int code =
+      Run(absl::StrCat(SiblingBinary("shardps-bench"),
+                       " --spawn_servers=2 --workers=2 --params=100000"
+                       " --seconds=0.3 --json --compression=fp16"),
+          &out);
+  ASSERT_EQ(code, 0) << out;
+  const std::regex line(
+      R"(\{"servers":2,"workers":2,"params":100000,"compression":"fp16",)"
+      R"("push_MBps":([0-9.]+),"pull_MBps":([0-9.]+),)"
+      R"("push_wire_MBps":([0-9.]+),"pull_wire_MBps":([0-9.]+),)"
+      R"("push_p50_ms":([0-9.]+),"push_p99_ms":([0-9.]+),)"
+      R"("pull_p50_ms":([0-9.]+),"pull_p99_ms":([0-9.]+)\})");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(out, m, line)) << out;
+  for (int i = 1; i <= 8; ++i) EXPECT_GT(std::stod(m[i]), 0) << m[0];
+  // fp16 moves half the bytes of the float32 parameters it carries.
+  EXPECT_LT(std::stod(m[3]), 0.6 * std::stod(m[1])) << m[0];
+  EXPECT_LT(std::stod(m[4]), 0.6 * std::stod(m[2])) << m[0];
+  EXPECT_LE(std::stod(m[5]), std::stod(m[6]));  // p50 <= p99
+  EXPECT_LE(std::stod(m[7]), std::stod(m[8]));
+}
+
+TEST_F(BinariesTest, BenchWithoutServersSaysWhatIsMissing) {
+  std::string out;
+  EXPECT_EQ(Run(SiblingBinary("shardps-bench"), &out), 1);
+  EXPECT_NE(out.find("--server_addrs"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace ps

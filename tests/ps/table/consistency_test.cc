@@ -1,0 +1,223 @@
+#include "ps/table/consistency.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+
+namespace ps {
+namespace {
+
+shardps::ConsistencyConfig Config(
+    shardps::ConsistencyMode mode, uint32_t workers, uint32_t staleness = 0,
+    double timeout_s = 600,
+    shardps::StragglerPolicy policy = shardps::STRAGGLER_FAIL) {
+  shardps::ConsistencyConfig c;
+  c.set_mode(mode);
+  c.set_num_workers(workers);
+  c.set_staleness(staleness);
+  c.set_straggler_timeout_seconds(timeout_s);
+  c.set_straggler_policy(policy);
+  return c;
+}
+
+// A shard of keys [100, 110) holding zeros, plain SGD with lr 1 (so a value
+// is minus the sum of what was applied to it), behind a Consistency.
+struct Shard {
+  explicit Shard(const shardps::ConsistencyConfig& config)
+      : store({100, 110}, std::make_unique<SgdUpdater>(1.0f),
+              std::vector<float>(10, 0.0f)),
+        consistency(config, "t", &store) {}
+
+  absl::StatusOr<uint64_t> Push(uint32_t worker, uint64_t clock, KeyRange keys,
+                                float value) {
+    std::vector<float> grad(keys.size(), value);
+    const absl::string_view bytes(reinterpret_cast<const char*>(grad.data()),
+                                  grad.size() * sizeof(float));
+    FloatPieces pieces(absl::MakeConstSpan(&bytes, 1));
+    return consistency.Push(worker, clock, keys, pieces);
+  }
+  absl::StatusOr<uint64_t> PushAll(uint32_t worker, uint64_t clock,
+                                   float value) {
+    return Push(worker, clock, store.range(), value);
+  }
+  float Value(uint64_t key) {
+    float v;
+    EXPECT_TRUE(store.Pull({key, key + 1}, &v).ok());
+    return v;
+  }
+
+  ShardStore store;
+  Consistency consistency;
+};
+
+// A pull whose continuation records when and how it ran.
+struct PullProbe {
+  absl::Notification done;
+  absl::Status status;
+  PullContinuation Continuation() {
+    return [this](absl::Status s) {
+      status = std::move(s);
+      done.Notify();
+    };
+  }
+  bool WaitFor(absl::Duration d) {
+    return done.WaitForNotificationWithTimeout(d);
+  }
+};
+
+TEST(ConsistencyTest, AsyncAppliesOnArrivalAndNeverWaits) {
+  Shard shard(shardps::ConsistencyConfig{});
+  ASSERT_EQ(*shard.PushAll(7, 5, 2.0f), 1u);
+  EXPECT_EQ(shard.Value(100), -2.0f);
+  PullProbe pull;
+  shard.consistency.Pull(3, 1000, pull.Continuation());
+  EXPECT_TRUE(pull.done.HasBeenNotified());
+  EXPECT_TRUE(pull.status.ok());
+}
+
+TEST(ConsistencyTest, SyncAppliesTheAverageOnceEveryWorkerPushedTheClock) {
+  Shard shard(Config(shardps::CONSISTENCY_SYNC, 3));
+  PullProbe first;
+  shard.consistency.Pull(0, 0, first.Continuation());
+  EXPECT_TRUE(first.done.HasBeenNotified());  // clock 0 never waits
+
+  // Worker 0 pushes its clock-0 gradient in two pieces; 1 and 2 in one.
+  ASSERT_TRUE(shard.Push(0, 0, {100, 104}, 3.0f).ok());
+  ASSERT_TRUE(shard.Push(0, 0, {104, 110}, 3.0f).ok());
+  PullProbe waiting;
+  shard.consistency.Pull(0, 1, waiting.Continuation());
+  ASSERT_TRUE(shard.PushAll(1, 0, 6.0f).ok());
+  EXPECT_FALSE(waiting.done.HasBeenNotified());
+  EXPECT_EQ(shard.Value(100), 0.0f) << "nothing applied before the barrier";
+  EXPECT_EQ(shard.store.version(), 0u);
+  // The last push completes clock 0: (3 + 6 + 0) / 3 is applied, once.
+  ASSERT_EQ(*shard.PushAll(2, 0, 0.0f), 1u);
+  ASSERT_TRUE(waiting.done.HasBeenNotified());
+  EXPECT_TRUE(waiting.status.ok());
+  for (uint64_t k = 100; k < 110; ++k) EXPECT_EQ(shard.Value(k), -3.0f);
+  EXPECT_EQ(shard.store.version(), 1u);
+  EXPECT_EQ(shard.consistency.clock(), 1u);
+}
+
+TEST(ConsistencyTest, SyncAppliesTheClocksLearningRateScale) {
+  Shard shard(Config(shardps::CONSISTENCY_SYNC, 2));
+  auto push = [&](uint32_t worker, float value, float lr_scale) {
+    std::vector<float> grad(10, value);
+    const absl::string_view bytes(reinterpret_cast<const char*>(grad.data()),
+                                  grad.size() * sizeof(float));
+    FloatPieces pieces(absl::MakeConstSpan(&bytes, 1));
+    return shard.consistency.Push(worker, 0, shard.store.range(), pieces,
+                                  lr_scale);
+  };
+  ASSERT_TRUE(push(0, 2.0f, 0.5f).ok());
+  ASSERT_TRUE(push(1, 6.0f, 0.5f).ok());
+  EXPECT_EQ(shard.Value(105), -2.0f);  // lr 1 * 0.5 * mean 4
+}
+
+TEST(ConsistencyTest, SyncRefusesPushesOutOfOrderOrTwiceAndChangesNothing) {
+  Shard shard(Config(shardps::CONSISTENCY_SYNC, 2));
+  ASSERT_TRUE(shard.Push(0, 0, {100, 105}, 1.0f).ok());
+  auto refused = [&](absl::StatusOr<uint64_t> r, const std::string& says) {
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition)
+        << r.status();
+    EXPECT_NE(r.status().message().find(says), std::string::npos) << r.status();
+  };
+  refused(shard.Push(0, 0, {104, 106}, 1.0f), "twice in clock 0");
+  refused(shard.Push(0, 1, {100, 110}, 1.0f), "its next clock here is 0");
+  ASSERT_TRUE(shard.Push(0, 0, {105, 110}, 1.0f).ok());
+  // Worker 0 finished clock 0, but clock 0 is not applied yet: it must
+  // pull clock 1 (and wait) before pushing it.
+  refused(shard.PushAll(0, 1, 1.0f), "before clock 0 was applied");
+  refused(shard.PushAll(1, 3, 1.0f), "its next clock here is 0");
+  EXPECT_EQ(shard.PushAll(2, 0, 1.0f).status().code(),
+            absl::StatusCode::kInvalidArgument);  // not in the barrier
+  ASSERT_TRUE(shard.PushAll(1, 0, 3.0f).ok());
+  for (uint64_t k = 100; k < 110; ++k) EXPECT_EQ(shard.Value(k), -2.0f);
+  EXPECT_EQ(shard.store.version(), 1u);
+}
+
+TEST(ConsistencyTest, SspLetsAWorkerRunExactlyStalenessClocksAhead) {
+  // K = 2, two workers; worker 1 pushes nothing at first.
+  Shard shard(Config(shardps::CONSISTENCY_SSP, 2, 2));
+  for (uint64_t c = 0; c < 2; ++c) {
+    PullProbe pull;
+    shard.consistency.Pull(0, c, pull.Continuation());
+    EXPECT_TRUE(pull.done.HasBeenNotified()) << "clock " << c << " waited";
+    ASSERT_TRUE(shard.PushAll(0, c, 1.0f).ok());
+  }
+  EXPECT_EQ(shard.Value(100), -2.0f) << "ssp applies pushes on arrival";
+  // Clock 2 needs every worker's clock 0.
+  PullProbe third;
+  shard.consistency.Pull(0, 2, third.Continuation());
+  EXPECT_FALSE(third.done.HasBeenNotified());
+  ASSERT_TRUE(shard.Push(1, 0, {100, 105}, 1.0f).ok());
+  EXPECT_FALSE(third.done.HasBeenNotified()) << "released by half a push";
+  ASSERT_TRUE(shard.Push(1, 0, {105, 110}, 1.0f).ok());
+  ASSERT_TRUE(third.done.HasBeenNotified());
+  EXPECT_TRUE(third.status.ok());
+  EXPECT_EQ(shard.consistency.clock(), 1u);
+  // The slow worker itself never waits for the fast one.
+  PullProbe slow;
+  shard.consistency.Pull(1, 1, slow.Continuation());
+  EXPECT_TRUE(slow.done.HasBeenNotified());
+}
+
+TEST(ConsistencyTest, AStragglerIsDroppedAfterTheTimeoutAndLogged) {
+  Shard shard(
+      Config(shardps::CONSISTENCY_SYNC, 2, 0, 0.2, shardps::STRAGGLER_DROP));
+  ASSERT_TRUE(shard.PushAll(0, 0, 4.0f).ok());
+  PullProbe pull;
+  const absl::Time start = absl::Now();
+  shard.consistency.Pull(0, 1, pull.Continuation());
+  ASSERT_TRUE(pull.WaitFor(absl::Seconds(30)));
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(190));
+  EXPECT_TRUE(pull.status.ok()) << pull.status;
+  // Clock 0 was applied with worker 0's gradient alone.
+  EXPECT_EQ(shard.Value(100), -4.0f);
+  EXPECT_EQ(shard.consistency.dropped_workers(), std::vector<uint32_t>{1});
+  absl::StatusOr<uint64_t> late = shard.PushAll(1, 0, 1.0f);
+  EXPECT_EQ(late.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(late.status().message().find("dropped"), std::string::npos);
+  // The barrier goes on with worker 0 alone.
+  ASSERT_TRUE(shard.PushAll(0, 1, 2.0f).ok());
+  EXPECT_EQ(shard.Value(100), -6.0f);
+}
+
+TEST(ConsistencyTest, AStragglerFailsTheJobWhenThePolicySaysSo) {
+  Shard shard(
+      Config(shardps::CONSISTENCY_SSP, 3, 1, 0.2, shardps::STRAGGLER_FAIL));
+  ASSERT_TRUE(shard.PushAll(0, 0, 1.0f).ok());
+  ASSERT_TRUE(shard.PushAll(2, 0, 1.0f).ok());
+  PullProbe pull;
+  shard.consistency.Pull(0, 1, pull.Continuation());
+  ASSERT_TRUE(pull.WaitFor(absl::Seconds(30)));
+  EXPECT_EQ(pull.status.code(), absl::StatusCode::kAborted) << pull.status;
+  EXPECT_NE(pull.status.message().find("worker 1 did not push clock 0"),
+            std::string::npos)
+      << pull.status;
+  EXPECT_EQ(shard.PushAll(1, 0, 1.0f).status().code(),
+            absl::StatusCode::kAborted);
+  PullProbe later;
+  shard.consistency.Pull(2, 0, later.Continuation());
+  EXPECT_EQ(later.status.code(), absl::StatusCode::kAborted);
+}
+
+TEST(ConsistencyTest, CloseEndsWaitingPulls) {
+  Shard shard(Config(shardps::CONSISTENCY_SYNC, 2));
+  PullProbe pull;
+  shard.consistency.Pull(1, 1, pull.Continuation());
+  EXPECT_FALSE(pull.done.HasBeenNotified());
+  shard.consistency.Close(absl::UnavailableError("server is shutting down"));
+  ASSERT_TRUE(pull.done.HasBeenNotified());
+  EXPECT_TRUE(absl::IsUnavailable(pull.status));
+  PullProbe after;
+  shard.consistency.Pull(1, 1, after.Continuation());
+  EXPECT_TRUE(absl::IsUnavailable(after.status));
+}
+
+}  // namespace
+}  // namespace ps

@@ -1,0 +1,228 @@
+#include "ps/table/updater.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace ps {
+namespace {
+
+shardps::OptimizerConfig Config(const std::string& name, float lr) {
+  shardps::OptimizerConfig c;
+  c.set_name(name);
+  c.set_learning_rate(lr);
+  return c;
+}
+
+shardps::OptimizerConfig Momentum(float lr, float mu, bool nesterov) {
+  shardps::OptimizerConfig c = Config("momentum", lr);
+  c.set_momentum(mu);
+  c.set_nesterov(nesterov);
+  return c;
+}
+
+shardps::OptimizerConfig Adagrad(float lr, float eps, float initial) {
+  shardps::OptimizerConfig c = Config("adagrad", lr);
+  c.set_epsilon(eps);
+  c.set_initial_accumulator(initial);
+  return c;
+}
+
+shardps::OptimizerConfig Adam(float lr, float b1, float b2, float eps) {
+  shardps::OptimizerConfig c = Config("adam", lr);
+  c.set_beta1(b1);
+  c.set_beta2(b2);
+  c.set_epsilon(eps);
+  return c;
+}
+
+// Applies the one-key gradients in turn to a weight starting at 1.
+std::vector<float> OneKeyTrajectory(const shardps::OptimizerConfig& c,
+                                    const std::vector<float>& grads) {
+  absl::StatusOr<std::unique_ptr<Updater>> u = MakeUpdater(c, 1);
+  EXPECT_TRUE(u.ok()) << u.status();
+  float w = 1;
+  std::vector<float> out;
+  for (float g : grads) {
+    (*u)->Apply(0, &w, UnalignedFloats(&g, 1), 1.0f);
+    out.push_back(w);
+  }
+  return out;
+}
+
+void ExpectNear(const std::vector<float>& got, const std::vector<double>& want,
+                double tolerance = 2e-6) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_NEAR(got[i], want[i], tolerance) << "step " << i + 1;
+  }
+}
+
+// Worked by hand from the update rules in proto/shardps.proto, weight 1,
+// gradients 1, 2, 3 (Adam: 1, -2, 3).
+TEST(UpdaterTest, SgdByHand) {
+  ExpectNear(OneKeyTrajectory(Config("sgd", 0.1f), {1, 2, 3}), {0.9, 0.7, 0.4});
+}
+
+TEST(UpdaterTest, MomentumByHand) {
+  // v = 1, 2.9, 5.61; w -= 0.1 v.
+  ExpectNear(OneKeyTrajectory(Momentum(0.1f, 0.9f, false), {1, 2, 3}),
+             {0.9, 0.61, 0.049});
+}
+
+TEST(UpdaterTest, NesterovByHand) {
+  // v = 1, 2.9, 5.61; w -= 0.1 (g + 0.9 v) = 0.19, 0.461, 0.8049.
+  ExpectNear(OneKeyTrajectory(Momentum(0.1f, 0.9f, true), {1, 2, 3}),
+             {0.81, 0.349, -0.4559});
+}
+
+TEST(UpdaterTest, AdagradByHand) {
+  // s = 1.5, 5.5, 14.5; w -= 0.1 g / sqrt(s).
+  ExpectNear(OneKeyTrajectory(Adagrad(0.1f, 1e-7f, 0.5f), {1, 2, 3}),
+             {0.91835035, 0.83307007, 0.75428621});
+}
+
+TEST(UpdaterTest, AdamByHand) {
+  // t=1: m^ = 1, v^ = 1, a step of exactly lr whatever the gradient's size;
+  // t=2: m = -0.11, v = 0.004999, m^ = -0.578947, v^ = 2.500750;
+  // t=3: m = 0.201, v = 0.013994, m^ = 0.741697, v^ = 4.669335.
+  ExpectNear(OneKeyTrajectory(Adam(0.1f, 0.9f, 0.999f, 1e-8f), {1, -2, 3}),
+             {0.9, 0.93661035, 0.90228625});
+}
+
+// A double-precision reference of each rule over many keys and steps, with
+// some steps touching only part of the keys (so that keys of one run have
+// had different numbers of Adam updates).
+struct Reference {
+  shardps::OptimizerConfig c;
+  std::vector<double> w, a, b, t;
+
+  Reference(shardps::OptimizerConfig config, const std::vector<float>& w0)
+      : c(std::move(config)),
+        w(w0.begin(), w0.end()),
+        a(w0.size(), c.name() == "adagrad" ? c.initial_accumulator() : 0),
+        b(w0.size()),
+        t(w0.size()) {}
+
+  void Apply(size_t begin, const std::vector<float>& g, float lr_scale) {
+    const double lr = c.learning_rate() * lr_scale;
+    for (size_t j = 0; j < g.size(); ++j) {
+      const size_t k = begin + j;
+      const double gk = g[j];
+      if (c.name() == "sgd") {
+        w[k] -= lr * gk;
+      } else if (c.name() == "momentum") {
+        a[k] = c.momentum() * a[k] + gk;
+        w[k] -= lr * (c.nesterov() ? gk + c.momentum() * a[k] : a[k]);
+      } else if (c.name() == "adagrad") {
+        a[k] += gk * gk;
+        w[k] -= lr * gk / (std::sqrt(a[k]) + c.epsilon());
+      } else {
+        t[k] += 1;
+        a[k] = c.beta1() * a[k] + (1 - c.beta1()) * gk;
+        b[k] = c.beta2() * b[k] + (1 - c.beta2()) * gk * gk;
+        const double m_hat = a[k] / (1 - std::pow(c.beta1(), t[k]));
+        const double v_hat = b[k] / (1 - std::pow(c.beta2(), t[k]));
+        w[k] -= lr * m_hat / (std::sqrt(v_hat) + c.epsilon());
+      }
+    }
+  }
+};
+
+void CheckAgainstReference(const shardps::OptimizerConfig& c) {
+  SCOPED_TRACE(c.ShortDebugString());
+  const size_t n = 1000;
+  std::vector<float> w(n);
+  for (size_t k = 0; k < n; ++k) w[k] = std::sin(0.37 * k);
+  Reference ref(c, w);
+  absl::StatusOr<std::unique_ptr<Updater>> u = MakeUpdater(c, n);
+  ASSERT_TRUE(u.ok()) << u.status();
+  for (int step = 0; step < 20; ++step) {
+    // Every third step updates keys [100, 700) only.
+    const size_t begin = step % 3 == 2 ? 100 : 0;
+    const size_t end = step % 3 == 2 ? 700 : n;
+    std::vector<float> g(end - begin);
+    for (size_t j = 0; j < g.size(); ++j) {
+      g[j] = std::cos(0.11 * (begin + j) + step) * (1 + step % 4);
+    }
+    // A decaying schedule scales the learning rate of each step.
+    const float lr_scale = 1.0f / (1 + 0.1f * step);
+    (*u)->Apply(begin, &w[begin], UnalignedFloats(g.data(), g.size()),
+                lr_scale);
+    ref.Apply(begin, g, lr_scale);
+  }
+  for (size_t k = 0; k < n; ++k) {
+    ASSERT_NEAR(w[k], ref.w[k], 1e-4 * (1 + std::fabs(ref.w[k])))
+        << "key " << k;
+  }
+}
+
+TEST(UpdaterTest, EveryRuleMatchesADoubleReferenceOverManySteps) {
+  CheckAgainstReference(Config("sgd", 0.05f));
+  CheckAgainstReference(Momentum(0.01f, 0.9f, false));
+  CheckAgainstReference(Momentum(0.01f, 0.9f, true));
+  CheckAgainstReference(Adagrad(0.05f, 1e-6f, 0.1f));
+  CheckAgainstReference(Adam(0.01f, 0.9f, 0.999f, 1e-8f));
+}
+
+TEST(UpdaterTest, StateArraysCarryTheOptimizerAcrossUpdaters) {
+  // A checkpoint copies state() out and into a fresh updater; training
+  // must then continue exactly as if nothing had happened.
+  for (const shardps::OptimizerConfig& c :
+       {Momentum(0.1f, 0.9f, true), Adagrad(0.1f, 1e-6f, 0.0f),
+        Adam(0.01f, 0.9f, 0.99f, 1e-8f)}) {
+    SCOPED_TRACE(c.ShortDebugString());
+    const size_t n = 64;
+    auto a = *MakeUpdater(c, n);
+    auto b = *MakeUpdater(c, n);
+    EXPECT_EQ(a->state().size(), static_cast<size_t>(OptimizerStateArrays(c)));
+    std::vector<float> wa(n, 1.0f), g(n);
+    for (size_t k = 0; k < n; ++k) g[k] = 0.01f * k - 0.3f;
+    for (int i = 0; i < 3; ++i) a->Apply(0, wa.data(), {g.data(), n}, 1.0f);
+    std::vector<absl::Span<float>> from = a->state(), to = b->state();
+    ASSERT_EQ(from.size(), to.size());
+    for (size_t s = 0; s < from.size(); ++s) {
+      std::copy(from[s].begin(), from[s].end(), to[s].begin());
+    }
+    std::vector<float> wb = wa;
+    a->Apply(0, wa.data(), {g.data(), n}, 0.5f);
+    b->Apply(0, wb.data(), {g.data(), n}, 0.5f);
+    EXPECT_EQ(wa, wb);
+  }
+}
+
+TEST(UpdaterTest, BadConfigurationsNameTheField) {
+  struct Case {
+    shardps::OptimizerConfig config;
+    std::string mentions;
+  };
+  shardps::OptimizerConfig sgd_with_momentum = Config("sgd", 0.1f);
+  sgd_with_momentum.set_momentum(0.9f);
+  shardps::OptimizerConfig adam_with_nesterov = Adam(0.1f, 0.9f, 0.99f, 1e-8f);
+  adam_with_nesterov.set_nesterov(true);
+  const Case cases[] = {
+      {Config("lbfgs", 0.1f), "unknown optimizer 'lbfgs'"},
+      {Config("sgd", 0), "learning_rate"},
+      {Config("sgd", NAN), "learning_rate"},
+      {sgd_with_momentum, "does not use momentum"},
+      {adam_with_nesterov, "does not use nesterov"},
+      {Momentum(0.1f, 1.0f, false), "momentum must be in (0, 1)"},
+      {Momentum(0.1f, 0.0f, true), "momentum must be in (0, 1)"},
+      {Adagrad(0.1f, 0.0f, 0.1f), "epsilon"},
+      {Adagrad(0.1f, 1e-6f, -1.0f), "initial_accumulator"},
+      {Adam(0.1f, 1.0f, 0.99f, 1e-8f), "beta1"},
+      {Adam(0.1f, 0.9f, -0.1f, 1e-8f), "beta2"},
+      {Adam(0.1f, 0.9f, 0.99f, INFINITY), "epsilon"},
+  };
+  for (const Case& c : cases) {
+    absl::Status s = ValidateOptimizer(c.config);
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << c.config.ShortDebugString();
+    EXPECT_NE(s.message().find(c.mentions), std::string::npos) << s;
+    EXPECT_FALSE(MakeUpdater(c.config, 4).ok());
+  }
+}
+
+}  // namespace
+}  // namespace ps

@@ -1,0 +1,77 @@
+#include "ps/wire/float_pieces.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace ps {
+namespace {
+
+// Lays `values` out as bytes behind a 1-byte offset (so no float is aligned)
+// and cuts them into pieces at the given byte positions.
+struct Scattered {
+  std::string storage;
+  std::vector<absl::string_view> pieces;
+};
+
+Scattered Scatter(const std::vector<float>& values,
+                  const std::vector<size_t>& cuts) {
+  Scattered s;
+  s.storage.assign(1, 'x');
+  s.storage.append(reinterpret_cast<const char*>(values.data()),
+                   values.size() * sizeof(float));
+  absl::string_view all(s.storage);
+  all.remove_prefix(1);
+  size_t at = 0;
+  for (size_t cut : cuts) {
+    s.pieces.push_back(all.substr(at, cut - at));
+    at = cut;
+  }
+  s.pieces.push_back(all.substr(at));
+  return s;
+}
+
+TEST(FloatPiecesTest, RunsReassembleValuesSplitMidFloat) {
+  std::vector<float> values(100);
+  for (int i = 0; i < 100; ++i) values[i] = i * 1.5f - 7;
+  // Cuts inside floats, on float boundaries, and an empty piece.
+  Scattered s = Scatter(values, {3, 3, 8, 9, 201, 398});
+  FloatPieces pieces(s.pieces);
+  ASSERT_EQ(pieces.byte_size(), 400u);
+  std::vector<float> seen;
+  pieces.ForEachRun(60, [&](UnalignedFloats run) {
+    for (size_t i = 0; i < run.size(); ++i) seen.push_back(run[i]);
+  });
+  std::vector<float> rest(40);
+  pieces.Read(rest.data(), 40);
+  seen.insert(seen.end(), rest.begin(), rest.end());
+  EXPECT_EQ(seen, values);
+  EXPECT_EQ(pieces.remaining_bytes(), 0u);
+}
+
+TEST(FloatPiecesTest, FiniteCheckFindsNanAndInfAnywhere) {
+  for (float bad : {std::numeric_limits<float>::quiet_NaN(),
+                    std::numeric_limits<float>::infinity(),
+                    -std::numeric_limits<float>::infinity()}) {
+    for (size_t where : {0u, 1u, 50u, 99u}) {
+      std::vector<float> values(100, 1.0f);
+      values[where] = bad;
+      Scattered s = Scatter(values, {7, 150});
+      FloatPieces pieces(s.pieces);
+      EXPECT_FALSE(pieces.RestAllFinite()) << where;
+      EXPECT_FALSE(AllFinite(UnalignedFloats(values.data(), values.size())));
+    }
+  }
+  std::vector<float> fine(100, std::numeric_limits<float>::max());
+  fine[3] = -0.0f;
+  fine[4] = std::numeric_limits<float>::denorm_min();
+  Scattered s = Scatter(fine, {5});
+  FloatPieces pieces(s.pieces);
+  EXPECT_TRUE(pieces.RestAllFinite());
+}
+
+}  // namespace
+}  // namespace ps

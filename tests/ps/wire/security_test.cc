@@ -1,0 +1,218 @@
+// TLS, mutual TLS and the job token on real gRPC channels, with
+// certificates made by openssl at test time: only a client with the right
+// CA, certificate and token gets in; everyone else is refused, clearly,
+// and changes nothing.
+#include "ps/wire/security.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "ps/base/program.h"
+#include "ps/base/server_process.h"
+#include "ps/client/client.h"
+#include "ps/server/server.h"
+#include "test_util.h"
+
+namespace ps {
+namespace {
+
+TEST(ConstantTimeEqualsTest, ComparesWholeStrings) {
+  EXPECT_TRUE(ConstantTimeEquals("Bearer abc", "Bearer abc"));
+  EXPECT_FALSE(ConstantTimeEquals("Bearer abc", "Bearer abd"));
+  EXPECT_FALSE(ConstantTimeEquals("Bearer abc", "Bearer ab"));
+  EXPECT_FALSE(ConstantTimeEquals("Bearer abc", "Bearer abcd"));
+  EXPECT_FALSE(ConstantTimeEquals("abc", ""));
+  EXPECT_TRUE(ConstantTimeEquals("", ""));
+}
+
+class SecurityTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    if (testutil::Shell("command -v openssl").first != 0) {
+      GTEST_SKIP() << "openssl missing: cannot make test certificates";
+    }
+    const std::string d = dir_.path();
+    testutil::WriteFile(d + "/server.ext",
+                        "subjectAltName=IP:127.0.0.1,DNS:localhost\n");
+    testutil::WriteFile(d + "/client.ext", "extendedKeyUsage=clientAuth\n");
+    const std::string ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1";
+    auto [code, out] = testutil::Shell(absl::StrCat(
+        "cd ", d, " && for ca in ca other; do openssl req -x509 ", ec,
+        " -nodes -keyout $ca.key -out $ca.pem -days 2 -subj /CN=$ca; done",
+        " && for who in server client; do openssl req ", ec,
+        " -nodes -keyout $who.key -out $who.csr -subj /CN=$who && openssl x509",
+        " -req -in $who.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out",
+        " $who.pem -days 2 -extfile $who.ext; done"));
+    ASSERT_EQ(code, 0) << out;
+  }
+
+  std::string File(const std::string& name) const {
+    return dir_.path() + "/" + name;
+  }
+
+  std::unique_ptr<Server> Serve(TlsFiles tls, std::string token) {
+    ServerOptions o;
+    o.host = "127.0.0.1";
+    o.job = "secure";
+    o.tls = std::move(tls);
+    o.auth_token = std::move(token);
+    absl::StatusOr<std::unique_ptr<Server>> s = Server::Start(o);
+    EXPECT_TRUE(s.ok()) << s.status();
+    return s.ok() ? *std::move(s) : nullptr;
+  }
+
+  std::unique_ptr<Client> Connect(const Server& server, TlsFiles tls,
+                                  std::string token) {
+    ClientOptions o;
+    // The certificate names 127.0.0.1 and localhost.
+    o.server_addrs = {absl::StrCat("localhost:", server.port())};
+    o.job = "secure";
+    o.tls = std::move(tls);
+    o.auth_token = std::move(token);
+    o.rpc_timeout = absl::Seconds(5);
+    absl::StatusOr<std::unique_ptr<Client>> c = Client::Connect(o);
+    EXPECT_TRUE(c.ok()) << c.status();
+    return c.ok() ? *std::move(c) : nullptr;
+  }
+
+  static TableOptions Table() { return testutil::ConstantTable(64, 2.0f); }
+
+  testutil::ScopedTempDir dir_{"shardps-tls"};
+};
+
+TEST_F(SecurityTest, MutualTlsAndTokenAdmitOnlyTheRightClient) {
+  std::unique_ptr<Server> server =
+      Serve({File("server.pem"), File("server.key"), File("ca.pem")}, "s3cret");
+  ASSERT_NE(server, nullptr);
+  const TlsFiles good = {File("client.pem"), File("client.key"),
+                         File("ca.pem")};
+  std::unique_ptr<Client> client = Connect(*server, good, "s3cret");
+  ASSERT_TRUE(client->CreateTable(Table()).ok());
+  std::vector<float> ones(64, 1.0f), values(64);
+
+  // A wrong or missing token: UNAUTHENTICATED for every method (the
+  // client cannot even learn the table's shape).
+  TableOptions other = Table();
+  other.init.set_value(9.0f);  // would conflict, were it looked at
+  for (const std::string token : {"guess", ""}) {
+    std::unique_ptr<Client> c = Connect(*server, good, token);
+    absl::Status s = c->CreateTable(other);
+    EXPECT_EQ(s.code(), absl::StatusCode::kUnauthenticated) << s;
+    EXPECT_NE(s.message().find(token.empty() ? "needs the job's auth token"
+                                             : "wrong auth token"),
+              std::string::npos)
+        << s;
+    EXPECT_EQ(c->Stats().status().code(), absl::StatusCode::kUnauthenticated);
+  }
+  // No TLS at all, TLS without a client certificate, or trusting another
+  // CA: the handshake fails, nothing is sent.
+  const std::vector<TlsFiles> strangers = {
+      {},
+      {"", "", File("ca.pem")},
+      {File("client.pem"), File("client.key"), File("other.pem")}};
+  for (const TlsFiles& tls : strangers) {
+    std::unique_ptr<Client> c = Connect(*server, tls, "s3cret");
+    absl::Status s = c->CreateTable(other);
+    EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable)
+        << "ca=" << tls.ca << " cert=" << tls.cert << ": " << s;
+  }
+  // The right client still reads the untouched table, then updates it.
+  ASSERT_TRUE(client->Pull("w", 0, 64, values.data()).ok());
+  EXPECT_EQ(values, std::vector<float>(64, 2.0f));
+  ASSERT_TRUE(client->Push("w", 0, 64, ones.data()).ok());
+  ASSERT_TRUE(client->Pull("w", 0, 64, values.data()).ok());
+  EXPECT_EQ(values, std::vector<float>(64, 1.0f));  // 2 - 1.0 * 1
+}
+
+TEST_F(SecurityTest, TokenWithoutTls) {
+  std::unique_ptr<Server> server = Serve({}, "plain-token");
+  ASSERT_NE(server, nullptr);
+  EXPECT_TRUE(Connect(*server, {}, "plain-token")->CreateTable(Table()).ok());
+  EXPECT_EQ(Connect(*server, {}, "other")->CreateTable(Table()).code(),
+            absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(Connect(*server, {}, "other")->Stats().status().code(),
+            absl::StatusCode::kUnauthenticated);
+}
+
+TEST_F(SecurityTest, IncompleteOrBadTlsFilesAreClearErrors) {
+  ServerOptions o;
+  o.host = "127.0.0.1";
+  o.tls = {File("server.pem"), "", ""};
+  EXPECT_EQ(Server::Start(o).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  o.tls = {File("server.ext"), File("server.key"), ""};  // not PEM
+  absl::Status s = Server::Start(o).status();
+  EXPECT_NE(s.message().find(File("server.ext")), std::string::npos) << s;
+  o.tls = {File("missing.pem"), File("server.key"), ""};
+  EXPECT_EQ(Server::Start(o).status().code(), absl::StatusCode::kNotFound);
+
+  ClientOptions c;
+  c.server_addrs = {"127.0.0.1:1"};
+  c.tls = {File("client.pem"), "", File("ca.pem")};  // cert without key
+  EXPECT_EQ(Client::Connect(c).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  testutil::WriteFile(File("token"), "\n  \n");
+  EXPECT_NE(ReadTokenFile(File("token")).status().message().find("is empty"),
+            std::string::npos);
+  testutil::WriteFile(File("token"), "  tok3n \n");
+  EXPECT_EQ(*ReadTokenFile(File("token")), "tok3n");
+  EXPECT_EQ(*ReadTokenFile(""), "");  // no token asked for
+}
+
+TEST(LimitsTest, OversizedRequestIsResourceExhaustedAndChangesNothing) {
+  ServerOptions so;
+  so.host = "127.0.0.1";
+  so.job = "limits";
+  so.max_message_bytes = 64 << 10;
+  auto server = *Server::Start(so);
+  ClientOptions co;
+  co.server_addrs = {server->address()};
+  co.job = "limits";
+  co.chunk_bytes = 256 << 10;  // one call carries the whole 128 KiB
+  auto client = *Client::Connect(co);
+  const TableOptions t = testutil::ConstantTable(32 << 10, 3.0f);
+  ASSERT_TRUE(client->CreateTable(t).ok());
+  std::vector<float> grad(t.num_params, 1.0f), values(t.num_params);
+  absl::Status s = client->Push("w", 0, t.num_params, grad.data());
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  // Small requests still work and see the table untouched.
+  ASSERT_TRUE(client->Pull("w", 0, 1024, values.data()).ok());
+  EXPECT_EQ(values[0], 3.0f);
+  EXPECT_EQ(values[1023], 3.0f);
+}
+
+TEST_F(SecurityTest, ServerRefusesOpenNonLoopbackUnlessTold) {
+  ServerProcessOptions o;
+  o.binary = SiblingBinary("shardps-server");
+  o.run_dir = dir_.path();
+  o.host = "0.0.0.0";
+  absl::Status refused = ServerProcess::Spawn(o).status();
+  EXPECT_FALSE(refused.ok());
+  EXPECT_NE(refused.message().find("refusing to listen on 0.0.0.0"),
+            std::string::npos)
+      << refused;
+  EXPECT_NE(refused.message().find("--allow_insecure"), std::string::npos);
+  testutil::WriteFile(File("token"), "t0ken\n");
+  for (const std::vector<std::string>& extra :
+       std::vector<std::vector<std::string>>{
+           {"--allow_insecure"},
+           {"--auth_token_file=" + File("token")},
+           {"--tls_cert=" + File("server.pem"),
+            "--tls_key=" + File("server.key")}}) {
+    o.extra_args = extra;
+    absl::StatusOr<std::unique_ptr<ServerProcess>> p = ServerProcess::Spawn(o);
+    ASSERT_TRUE(p.ok()) << extra[0] << ": " << p.status();
+    EXPECT_TRUE((*p)->Stop().ok());
+  }
+  // Loopback needs none of them.
+  o.host = "127.0.0.1";
+  o.extra_args = {};
+  EXPECT_TRUE(ServerProcess::Spawn(o).ok());
+}
+
+}  // namespace
+}  // namespace ps

@@ -1,0 +1,55 @@
+#include "worker/train/training_config.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace worker {
+namespace {
+
+TEST(TrainingConfigTest, OptimizerFlagsSetOnlyTheFieldsTheOptimizerUses) {
+  OptimizerFlags flags;
+  flags.name = "nesterov";
+  absl::StatusOr<shardps::OptimizerConfig> c = MakeOptimizerConfig(flags);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->name(), "momentum");
+  EXPECT_TRUE(c->nesterov());
+  EXPECT_FLOAT_EQ(c->momentum(), 0.9f);
+  EXPECT_FLOAT_EQ(c->learning_rate(), 0.01f);  // the default for momentum
+  EXPECT_EQ(c->beta1(), 0);
+  EXPECT_EQ(c->epsilon(), 0);
+
+  flags.name = "adam";
+  flags.lr = 0.002;
+  c = MakeOptimizerConfig(flags);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FLOAT_EQ(c->learning_rate(), 0.002f);
+  EXPECT_FLOAT_EQ(c->beta2(), 0.999f);
+  EXPECT_EQ(c->momentum(), 0);
+  EXPECT_FALSE(c->nesterov());
+
+  flags = OptimizerFlags();
+  c = MakeOptimizerConfig(flags);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->ShortDebugString(), "name: \"sgd\" learning_rate: 0.1");
+}
+
+TEST(TrainingConfigTest, BadOptimizerFlagsNameTheFlag) {
+  OptimizerFlags flags;
+  flags.name = "rmsprop";
+  absl::Status s = MakeOptimizerConfig(flags).status();
+  EXPECT_TRUE(absl::IsInvalidArgument(s));
+  EXPECT_NE(s.message().find("--optimizer=rmsprop"), std::string::npos) << s;
+  flags.name = "adam";
+  flags.beta2 = 1.5;
+  s = MakeOptimizerConfig(flags).status();
+  EXPECT_NE(s.message().find("beta2 must be in [0, 1)"), std::string::npos)
+      << s;
+  flags.name = "sgd";
+  flags.lr = -1;
+  s = MakeOptimizerConfig(flags).status();
+  EXPECT_NE(s.message().find("learning_rate"), std::string::npos) << s;
+}
+
+}  // namespace
+}  // namespace worker

@@ -1,0 +1,79 @@
+// Launch: one training run on one machine. Starts S shardps-server and N
+// shardps-worker processes on the given hosts, waits for every server's
+// health check, shows one combined progress line, and stops everything when
+// a process fails or a stop is requested. Every process logs into the run
+// directory; the result is RUN_DIR/summary.json (proto/summary.proto
+// RunSummary), also written for a failed run.
+//
+// Thread-safety: call from the main thread (children get SIGTERM when the
+// thread that started them exits).
+#ifndef SHARDPS_WORKER_LAUNCH_LAUNCHER_H_
+#define SHARDPS_WORKER_LAUNCH_LAUNCHER_H_
+
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "proto/summary.pb.h"
+#include "worker/launch/host_slot.h"
+
+namespace worker {
+
+struct LaunchOptions {
+  int servers = 1;
+  int workers = 1;
+  std::string loader = "parallel";
+  std::string run_dir;
+  std::string job = "launch";
+  std::string cluster = "local";  // recorded in the summary
+  std::string data;               // passed to workers as --data when set
+  // Worker flags from the command line; the launcher's own (--server_addrs,
+  // --rank, --world, --loader, --run_dir, --job, --data) follow and win.
+  std::vector<std::string> worker_args;
+  std::vector<std::string> server_args;
+  // The job's token file, given to every server and worker
+  // (--auth_token_file); empty: none.
+  std::string auth_token_file;
+  std::vector<HostSlot> server_hosts;        // one per server
+  std::vector<HostSlot> worker_hosts;        // one per worker
+  std::map<std::string, std::string> links;  // recorded in the summary
+  std::string server_binary;
+  std::string worker_binary;
+  absl::Duration ready_timeout = absl::Seconds(60);
+  // Every server and worker writes a Chrome trace to
+  // RUN_DIR/<process>.trace.json; at the end they are merged into
+  // RUN_DIR/trace.json.
+  bool trace = false;
+  // > 0: every server and worker serves Prometheus metrics on its host,
+  // server i on port metrics_port + i, worker r on metrics_port + S + r;
+  // RUN_DIR/prometheus-targets.json lists them for Prometheus'
+  // file_sd_configs. 0: no metrics.
+  int metrics_port = 0;
+  // Between progress updates; on a terminal the line is rewritten in place.
+  absl::Duration progress_every = absl::Seconds(1);
+};
+
+// When a worker's step ended (unix seconds) and how many samples it took.
+using StepEnd = std::pair<double, int>;
+
+// Samples per second of all workers together while all of them train: the
+// samples of steps ending in (latest first step, earliest last step] over
+// that window. 0 when the windows do not overlap or a worker has no steps.
+double SteadySamplesPerSecond(const std::vector<std::vector<StepEnd>>& workers);
+
+// Waits up to the given time for a stop request (Ctrl-C, SIGTERM); true if
+// one came.
+using StopWait = std::function<bool(absl::Duration)>;
+
+// Runs to completion. The summary says whether the run succeeded (`ok`,
+// `error`); an error status only when the run could not be recorded.
+absl::StatusOr<shardps::RunSummary> Launch(const LaunchOptions& options,
+                                           const StopWait& wait_for_stop);
+
+}  // namespace worker
+
+#endif  // SHARDPS_WORKER_LAUNCH_LAUNCHER_H_
