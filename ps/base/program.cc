@@ -54,6 +54,31 @@ std::vector<char*> InitProgram(int argc, char** argv, absl::string_view usage) {
   return positional;
 }
 
+StopSignals::StopSignals() {
+  sigemptyset(&set_);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&set_, sig);
+  pthread_sigmask(SIG_BLOCK, &set_, nullptr);
+}
+
+int StopSignals::Wait() const {
+  int signal = 0;
+  while (sigwait(&set_, &signal) != 0) {
+  }
+  return signal;
+}
+
+int StopSignals::WaitFor(absl::Duration timeout) const {
+  const timespec ts = absl::ToTimespec(timeout);
+  const int signal = sigtimedwait(&set_, nullptr, &ts);
+  return signal > 0 ? signal : 0;
+}
+
+std::string SignalName(int signal) {
+  const char* name = sigabbrev_np(signal);
+  return name != nullptr ? absl::StrCat("SIG", name)
+                         : absl::StrCat("signal ", signal);
+}
+
 std::string SiblingBinary(absl::string_view name) {
   char self[4096];
   const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);

@@ -7,10 +7,13 @@
 #ifndef SHARDPS_PS_BASE_PROGRAM_H_
 #define SHARDPS_PS_BASE_PROGRAM_H_
 
+#include <signal.h>
+
 #include <string>
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 
 namespace ps {
 
@@ -31,6 +34,28 @@ class GrpcRuntime {
 // process for bulk transfers (see program.cc) and returns the positional
 // arguments. --help lists the flags of the *_main.cc and *_flags.cc files.
 std::vector<char*> InitProgram(int argc, char** argv, absl::string_view usage);
+
+// The stop signals (SIGINT, SIGTERM, SIGHUP), blocked in every thread so
+// that the main thread takes them when it is ready to stop in order. Build
+// one first thing in main(), before any thread exists: threads inherit the
+// mask.
+class StopSignals {
+ public:
+  StopSignals();
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+  // Waits for a stop signal; returns it.
+  int Wait() const;
+  // Waits up to `timeout`; the signal, or 0 if none came.
+  int WaitFor(absl::Duration timeout) const;
+
+ private:
+  sigset_t set_;
+};
+
+// "SIGTERM", "SIGINT", ...
+std::string SignalName(int signal);
 
 // Path of a program installed beside the running executable (all shardps
 // binaries are built into one directory).

@@ -12,6 +12,7 @@
 #include "absl/memory/memory.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "ps/base/file_io.h"
 #include "ps/table/checkpoint.h"
 
 namespace ps {
@@ -38,18 +39,10 @@ absl::StatusOr<std::unique_ptr<Checkpointer>> Checkpointer::Open(
   if (options.every < absl::ZeroDuration()) {
     return absl::InvalidArgumentError("checkpoint period must be >= 0");
   }
-  std::error_code error;
-  std::filesystem::create_directories(options.dir, error);
-  if (error) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot create checkpoint directory ", options.dir, ": ",
-                     error.message()));
-  }
+  if (absl::Status s = CreateDirectories(options.dir); !s.ok()) return s;
   const std::string lock_path = absl::StrCat(options.dir, "/", kLockName);
   const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    return absl::ErrnoToStatus(errno, absl::StrCat("cannot open ", lock_path));
-  }
+  if (fd < 0) return ErrnoStatus(errno, "open", lock_path);
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const int e = errno;
     ::close(fd);
@@ -59,7 +52,7 @@ absl::StatusOr<std::unique_ptr<Checkpointer>> Checkpointer::Open(
                        " is in use by another server (", lock_path,
                        " is locked); give each server its own directory"));
     }
-    return absl::ErrnoToStatus(e, absl::StrCat("cannot lock ", lock_path));
+    return ErrnoStatus(e, "lock", lock_path);
   }
   auto checkpointer =
       absl::WrapUnique(new Checkpointer(std::move(options), registry, fd));
@@ -104,12 +97,9 @@ absl::Status Checkpointer::Restore() {
     }
   }
   restored_ = true;
-  absl::FPrintF(stderr,
-                "shardps-server: restored %d tables (%.1f MiB) from %s, "
-                "written %s, in %s\n",
-                tables, bytes / 1048576.0, path(),
-                absl::FormatTime(checkpoint->written),
-                absl::FormatDuration(absl::Now() - start));
+  Logf(options_.log, "restored %d tables (%.1f MiB) from %s, written %s, in %s",
+       tables, bytes / 1048576.0, path(), absl::FormatTime(checkpoint->written),
+       absl::FormatDuration(absl::Now() - start));
   return absl::OkStatus();
 }
 
@@ -125,12 +115,11 @@ absl::Status Checkpointer::WriteNow() {
   written_.fetch_add(1, std::memory_order_relaxed);
   uint64_t version = 0;
   for (const TableSnapshot& t : buffers_) version += t.meta.version();
-  absl::FPrintF(stderr,
-                "shardps-server: checkpoint of %d tables (%.1f MiB, version "
-                "%d) written to %s in %s (copy %s)\n",
-                buffers_.size(), ArrayBytes(buffers_) / 1048576.0, version,
-                path(), absl::FormatDuration(absl::Now() - start),
-                absl::FormatDuration(copied));
+  Logf(options_.log,
+       "checkpoint of %d tables (%.1f MiB, version %d) written to %s in %s "
+       "(copy %s)",
+       buffers_.size(), ArrayBytes(buffers_) / 1048576.0, version, path(),
+       absl::FormatDuration(absl::Now() - start), absl::FormatDuration(copied));
   return absl::OkStatus();
 }
 
@@ -159,9 +148,8 @@ void Checkpointer::RunPeriodic() {
       }
     }
     if (absl::Status s = WriteNow(); !s.ok()) {
-      absl::FPrintF(stderr,
-                    "shardps-server: checkpoint failed, will retry in %s: %s\n",
-                    absl::FormatDuration(options_.every), s.ToString());
+      Logf(options_.log, "checkpoint failed, will retry in %s: %s",
+           absl::FormatDuration(options_.every), s.ToString());
     }
   }
 }

@@ -23,13 +23,17 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "ps/base/log.h"
 #include "ps/table/table_registry.h"
 
 namespace ps {
 
 struct CheckpointOptions {
-  std::string dir;                              // created if missing
+  std::string dir;  // created, with its parents, if missing
   absl::Duration every = absl::ZeroDuration();  // 0: only when asked
+  // Restores, writes and failed periodic writes are reported here; null:
+  // stderr. Must outlive the Checkpointer.
+  LogSink* log = nullptr;
 };
 
 class Checkpointer {

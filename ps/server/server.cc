@@ -21,6 +21,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   std::unique_ptr<Server> server = absl::WrapUnique(new Server(options));
   ServiceOptions service;
   service.job = options.job;
+  service.log = options.log;
   service.auth_token = options.auth_token;
   service.limits = options.limits;
   service.drop_reply_fraction = options.drop_reply_fraction;
@@ -43,8 +44,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
     });
   }
   if (!options.checkpoint.dir.empty()) {
+    CheckpointOptions checkpoint = options.checkpoint;
+    checkpoint.log = options.log;
     absl::StatusOr<std::unique_ptr<Checkpointer>> checkpointer =
-        Checkpointer::Open(options.checkpoint, &server->service_->registry());
+        Checkpointer::Open(checkpoint, &server->service_->registry());
     if (!checkpointer.ok()) return checkpointer.status();
     server->checkpointer_ = *std::move(checkpointer);
     server->service_->set_checkpointer(server->checkpointer_.get());
@@ -100,8 +103,7 @@ absl::Status Server::Shutdown(absl::Duration grace) {
 Server::~Server() {
   if (server_ != nullptr) {
     if (absl::Status s = Shutdown(absl::Seconds(1)); !s.ok()) {
-      absl::FPrintF(stderr, "shardps-server: last checkpoint failed: %s\n",
-                    s.ToString());
+      Logf(options_.log, "last checkpoint failed: %s", s.ToString());
     }
   }
   // No scrape may read the service once it goes.

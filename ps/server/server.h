@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "ps/base/log.h"
 #include "ps/obs/metrics_endpoint.h"
 #include "ps/obs/trace.h"
 #include "ps/server/checkpointer.h"
@@ -23,6 +24,9 @@ namespace ps {
 
 struct ServerOptions {
   std::string host = "0.0.0.0";
+  // Where the server's messages go (restores, checkpoints, stragglers);
+  // null: stderr. Must outlive the server.
+  LogSink* log = nullptr;
   int port = 0;  // 0 = any free port; see Server::port()
   // Requests for any other job are refused with FAILED_PRECONDITION.
   std::string job = "default";

@@ -1,16 +1,14 @@
-// shardps-server: one parameter-server shard. Runs until SIGTERM or SIGINT,
-// then stops accepting calls, lets in-flight ones finish, writes a last
-// checkpoint (with --checkpoint_dir) and exits 0.
-#include <csignal>
-#include <cstdio>
+// shardps-server: one parameter-server shard (ps/server/serve.h). Runs until
+// SIGTERM, SIGINT or SIGHUP, then stops accepting calls, lets in-flight ones
+// finish, writes a last checkpoint (with --checkpoint_dir) and exits 0.
 #include <string>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
-#include "ps/base/port_file.h"
 #include "ps/base/program.h"
-#include "ps/server/server.h"
+#include "ps/server/serve.h"
 #include "ps/wire/security_flags.h"
 
 ABSL_FLAG(std::string, host, "0.0.0.0", "Address to listen on.");
@@ -58,131 +56,93 @@ ABSL_FLAG(int, metrics_port, -1,
           "http://HOST:PORT/metrics on --host; 0 picks any free port; -1: "
           "no metrics endpoint.");
 ABSL_FLAG(double, shutdown_grace_s, 5,
-          "Seconds in-flight calls get to finish on SIGTERM/SIGINT.");
+          "Seconds in-flight calls get to finish on SIGTERM/SIGINT/SIGHUP.");
+
+namespace {
+
+absl::Status OutOfRange(absl::string_view flag, double value,
+                        absl::string_view range) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("--", flag, "=", value, " is not in ", range));
+}
+
+// Addresses, message size, limits and security.
+absl::Status ReadServingFlags(ps::ServerOptions* o) {
+  o->host = absl::GetFlag(FLAGS_host);
+  o->port = absl::GetFlag(FLAGS_port);
+  o->job = absl::GetFlag(FLAGS_job);
+  o->metrics_port = absl::GetFlag(FLAGS_metrics_port);
+  const int max_mb = absl::GetFlag(FLAGS_max_message_mb);
+  if (o->port < 0 || o->port > 65535) {
+    return OutOfRange("port", o->port, "0..65535");
+  }
+  if (o->metrics_port < -1 || o->metrics_port > 65535) {
+    return OutOfRange("metrics_port", o->metrics_port, "-1..65535");
+  }
+  if (max_mb < 1 || max_mb > 1024) {
+    return OutOfRange("max_message_mb", max_mb, "1..1024");
+  }
+  o->max_message_bytes = max_mb << 20;
+  absl::StatusOr<ps::Security> security = ps::SecurityFromFlags();
+  if (!security.ok()) return security.status();
+  o->tls = security->tls;
+  o->auth_token = security->auth_token;
+  return ps::CheckExposure(o->host, o->tls, !o->auth_token.empty(),
+                           absl::GetFlag(FLAGS_allow_insecure));
+}
+
+// Tables' limits, checkpoints and fault injection.
+absl::Status ReadStateFlags(ps::ServerOptions* o) {
+  if (absl::GetFlag(FLAGS_max_tables) < 1 ||
+      absl::GetFlag(FLAGS_max_memory_mb) < 1 ||
+      absl::GetFlag(FLAGS_max_concurrent_streams) < 0) {
+    return absl::InvalidArgumentError(
+        "--max_tables and --max_memory_mb must be >= 1, "
+        "--max_concurrent_streams >= 0");
+  }
+  o->limits.max_tables = absl::GetFlag(FLAGS_max_tables);
+  o->limits.max_bytes =
+      static_cast<uint64_t>(absl::GetFlag(FLAGS_max_memory_mb)) << 20;
+  o->max_concurrent_streams = absl::GetFlag(FLAGS_max_concurrent_streams);
+  const double every = absl::GetFlag(FLAGS_checkpoint_every);
+  const double drops = absl::GetFlag(FLAGS_inject_reply_drops);
+  if (!(every >= 0)) return OutOfRange("checkpoint_every", every, "[0, inf)");
+  if (!(drops >= 0 && drops < 1)) {
+    return OutOfRange("inject_reply_drops", drops, "[0, 1)");
+  }
+  o->checkpoint.dir = absl::GetFlag(FLAGS_checkpoint_dir);
+  o->checkpoint.every = absl::Seconds(every);
+  o->drop_reply_fraction = drops;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ps::ServeOptions> ServeOptionsFromFlags() {
+  ps::ServeOptions o;
+  if (absl::Status s = ReadServingFlags(&o.server); !s.ok()) return s;
+  if (absl::Status s = ReadStateFlags(&o.server); !s.ok()) return s;
+  o.port_file = absl::GetFlag(FLAGS_port_file);
+  o.shutdown_grace = absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_s));
+  o.trace_path = absl::GetFlag(FLAGS_trace);
+  o.trace_name = absl::GetFlag(FLAGS_trace_name);
+  return o;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
-  // Block the stop signals in every thread so that this one alone receives
-  // them, through sigwait below. Threads inherit the mask, so this comes
-  // before gRPC starts any.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  const ps::StopSignals stop;  // before gRPC starts any thread
   ps::GrpcRuntime grpc_runtime;
   ps::InitProgram(argc, argv,
                   "one key-range shard of the shardps parameter server.\n"
                   "  shardps-server --port=7070 --job=myjob");
-
-  const int port = absl::GetFlag(FLAGS_port);
-  const int max_mb = absl::GetFlag(FLAGS_max_message_mb);
-  if (port < 0 || port > 65535) {
-    absl::FPrintF(stderr, "shardps-server: --port=%d is not in 0..65535\n",
-                  port);
+  absl::StatusOr<ps::ServeOptions> options = ServeOptionsFromFlags();
+  if (!options.ok()) {
+    absl::FPrintF(stderr, "shardps-server: %s\n", options.status().ToString());
     return 2;
   }
-  const int metrics_port = absl::GetFlag(FLAGS_metrics_port);
-  if (metrics_port < -1 || metrics_port > 65535) {
-    absl::FPrintF(stderr,
-                  "shardps-server: --metrics_port=%d is not in -1..65535\n",
-                  metrics_port);
-    return 2;
-  }
-  if (max_mb < 1 || max_mb > 1024) {
-    absl::FPrintF(stderr,
-                  "shardps-server: --max_message_mb=%d is not in 1..1024\n",
-                  max_mb);
-    return 2;
-  }
-
-  ps::ServerOptions options;
-  options.host = absl::GetFlag(FLAGS_host);
-  options.port = port;
-  options.job = absl::GetFlag(FLAGS_job);
-  options.max_message_bytes = max_mb << 20;
-  options.metrics_port = metrics_port;
-  if (absl::GetFlag(FLAGS_max_tables) < 1 ||
-      absl::GetFlag(FLAGS_max_memory_mb) < 1 ||
-      absl::GetFlag(FLAGS_max_concurrent_streams) < 0) {
-    absl::FPrintF(stderr,
-                  "shardps-server: --max_tables and --max_memory_mb must be "
-                  ">= 1, --max_concurrent_streams >= 0\n");
-    return 2;
-  }
-  options.limits.max_tables = absl::GetFlag(FLAGS_max_tables);
-  options.limits.max_bytes =
-      static_cast<uint64_t>(absl::GetFlag(FLAGS_max_memory_mb)) << 20;
-  options.max_concurrent_streams = absl::GetFlag(FLAGS_max_concurrent_streams);
-  const double every = absl::GetFlag(FLAGS_checkpoint_every);
-  const double drops = absl::GetFlag(FLAGS_inject_reply_drops);
-  if (!(every >= 0) || !(drops >= 0 && drops < 1)) {
-    absl::FPrintF(stderr,
-                  "shardps-server: --checkpoint_every must be >= 0 and "
-                  "--inject_reply_drops in [0, 1)\n");
-    return 2;
-  }
-  options.checkpoint.dir = absl::GetFlag(FLAGS_checkpoint_dir);
-  options.checkpoint.every = absl::Seconds(every);
-  options.drop_reply_fraction = drops;
-  if (drops > 0) {
-    absl::FPrintF(stderr,
-                  "shardps-server: FAULT INJECTION: answering %.0f%% of pulls "
-                  "and pushes UNAVAILABLE after carrying them out\n",
-                  drops * 100);
-  }
-  absl::StatusOr<ps::Security> security = ps::SecurityFromFlags();
-  if (!security.ok()) {
-    absl::FPrintF(stderr, "shardps-server: %s\n", security.status().ToString());
-    return 2;
-  }
-  options.tls = security->tls;
-  options.auth_token = security->auth_token;
-  if (absl::Status s = ps::CheckExposure(options.host, options.tls,
-                                         !options.auth_token.empty(),
-                                         absl::GetFlag(FLAGS_allow_insecure));
-      !s.ok()) {
+  if (absl::Status s = ps::Serve(*std::move(options), stop); !s.ok()) {
     absl::FPrintF(stderr, "shardps-server: %s\n", s.ToString());
-    return 2;
-  }
-  absl::StatusOr<std::unique_ptr<ps::Tracer>> tracer = ps::OpenTraceFlag(
-      absl::GetFlag(FLAGS_trace), absl::GetFlag(FLAGS_trace_name));
-  if (!tracer.ok()) {
-    absl::FPrintF(stderr, "shardps-server: %s\n", tracer.status().ToString());
-    return 2;
-  }
-  options.tracer = tracer->get();
-  absl::StatusOr<std::unique_ptr<ps::Server>> server =
-      ps::Server::Start(options);
-  if (!server.ok()) {
-    absl::FPrintF(stderr, "shardps-server: %s\n", server.status().ToString());
     return 1;
   }
-  const std::string port_file = absl::GetFlag(FLAGS_port_file);
-  if (!port_file.empty()) {
-    if (absl::Status s = ps::WritePortFile(port_file, (*server)->port());
-        !s.ok()) {
-      absl::FPrintF(stderr, "shardps-server: %s\n", s.ToString());
-      return 1;
-    }
-  }
-  absl::FPrintF(stderr, "shardps-server: job %s listening on %s\n", options.job,
-                (*server)->address());
-  if ((*server)->metrics_port() >= 0) {
-    absl::FPrintF(stderr, "shardps-server: metrics at http://%s:%d/metrics\n",
-                  options.host, (*server)->metrics_port());
-  }
-
-  int signal = 0;
-  sigwait(&stop_signals, &signal);
-  absl::FPrintF(stderr, "shardps-server: %s received, shutting down\n",
-                signal == SIGTERM ? "SIGTERM" : "SIGINT");
-  if (absl::Status s = (*server)->Shutdown(
-          absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_s)));
-      !s.ok()) {
-    absl::FPrintF(stderr, "shardps-server: last checkpoint failed: %s\n",
-                  s.ToString());
-    return 1;
-  }
-  absl::FPrintF(stderr, "shardps-server: stopped\n");
   return 0;
 }

@@ -77,8 +77,8 @@ grpc::ServerUnaryReactor* ParameterService::CreateTable(
     bool created = false;
     absl::StatusOr<Table*> table = registry_.CreateTable(*request, &created);
     if (table.ok()) {
-      response->set_begin((*table)->store->range().begin);
-      response->set_end((*table)->store->range().end);
+      response->set_begin((*table)->range().begin);
+      response->set_end((*table)->range().end);
       response->set_created(created);
     }
     status = table.status();
@@ -175,7 +175,7 @@ void ParameterService::HandlePull(const grpc::ByteBuffer& request,
   absl::StatusOr<Table*> table = registry_.Find(pull.job(), pull.table());
   if (!table.ok()) return std::move(done)(table.status());
   const KeyRange keys{pull.begin(), pull.end()};
-  if (absl::Status s = (*table)->store->CheckKeys(keys); !s.ok()) {
+  if (absl::Status s = (*table)->CheckKeys(keys); !s.ok()) {
     return std::move(done)(s);
   }
   const shardps::ValueEncoding encoding = pull.encoding();
@@ -185,21 +185,21 @@ void ParameterService::HandlePull(const grpc::ByteBuffer& request,
         absl::StrCat("pulls take float32, fp16 or bf16 values, not encoding ",
                      static_cast<int>(encoding))));
   }
-  if (!(*table)->consistency.pulls_may_wait()) {
+  if (!(*table)->pulls_may_wait()) {
     // The common case, without a continuation to build.
     TraceSpan span(tracer_, "handle_pull", "server");
     return std::move(done)(CopyPull(**table, keys, encoding, response));
   }
-  (*table)->consistency.Pull(
-      pull.worker(), pull.clock(),
-      [this, table = *table, keys, encoding, response,
-       done = std::move(done)](absl::Status status) mutable {
-        if (status.ok()) {
-          TraceSpan span(tracer_, "handle_pull", "server");
-          status = CopyPull(*table, keys, encoding, response);
-        }
-        std::move(done)(std::move(status));
-      });
+  (*table)->WhenReadable(pull.worker(), pull.clock(),
+                         [this, table = *table, keys, encoding, response,
+                          done = std::move(done)](absl::Status status) mutable {
+                           if (status.ok()) {
+                             TraceSpan span(tracer_, "handle_pull", "server");
+                             status =
+                                 CopyPull(*table, keys, encoding, response);
+                           }
+                           std::move(done)(std::move(status));
+                         });
 }
 
 absl::Status ParameterService::CopyPull(Table& table, KeyRange keys,
@@ -213,12 +213,12 @@ absl::Status ParameterService::CopyPull(Table& table, KeyRange keys,
   char* values = buffer.data() + kMaxWireHeaderBytes;
   absl::StatusOr<uint64_t> version;
   if (encoding == shardps::FLOAT32) {
-    version = table.store->Pull(keys, reinterpret_cast<float*>(values));
+    version = table.Read(keys, reinterpret_cast<float*>(values));
   } else {
     // Copied out under the stripe locks first, then encoded.
     PooledBuffer copy = scratch_buffers_.Acquire(n * sizeof(float));
     float* floats = reinterpret_cast<float*>(copy.data());
-    version = table.store->Pull(keys, floats);
+    version = table.Read(keys, floats);
     if (encoding == shardps::FP16) {
       EncodeFp16(floats, n, values);
     } else {
@@ -246,7 +246,7 @@ absl::Status ParameterService::DecodePush(
         absl::StrCat("unknown gradient encoding ", static_cast<int>(encoding)));
   }
   // Checked before any buffer is sized by the request.
-  if (absl::Status s = table.store->CheckKeys(keys); !s.ok()) return s;
+  if (absl::Status s = table.CheckKeys(keys); !s.ok()) return s;
   const size_t n = keys.size();
   if (bulk_bytes != EncodedBytes(encoding, n)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -294,38 +294,23 @@ absl::Status ParameterService::HandlePush(const grpc::ByteBuffer& request,
     pieces = absl::MakeConstSpan(&decoded_view, 1);
   }
   FloatPieces gradient(pieces);
-  const float lr_scale =
+  PushArgs args;
+  args.worker = push.worker();
+  args.clock = push.clock();
+  args.keys = keys;
+  args.session = push.session();
+  args.sequence = push.sequence();
+  args.acked_below = push.acked_below();
+  args.lr_scale =
       push.has_learning_rate_scale() ? push.learning_rate_scale() : 1.0f;
-  if (!std::isfinite(lr_scale) || lr_scale < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "learning_rate_scale must be finite and >= 0, got ", lr_scale));
+  absl::StatusOr<PushOutcome> outcome = t.ApplyPush(args, gradient);
+  if (!outcome.ok()) return outcome.status();
+  if (!outcome->duplicate) {
+    bytes_pushed_.fetch_add(wire_bytes, std::memory_order_relaxed);
   }
-  // Validate first: a rejected push must not even touch the ledger.
-  if (absl::Status s = t.store->CheckPush(keys, gradient); !s.ok()) return s;
-  const PushId id{push.worker(), push.session(), push.sequence(), keys.begin};
   shardps::PushResponse reply;
-  {
-    absl::ReaderMutexLock hold(&t.snapshot_mu);
-    absl::StatusOr<Admission> admission =
-        t.ledger.Admit(id, push.acked_below());
-    if (!admission.ok()) return admission.status();
-    if (admission->kind == Admission::kDuplicate) {
-      reply.set_duplicate(true);
-      reply.set_version(admission->version != 0 ? admission->version
-                                                : t.store->version());
-    } else {
-      absl::StatusOr<uint64_t> version = t.consistency.Push(
-          push.worker(), push.clock(), keys, gradient, lr_scale);
-      if (!version.ok()) {
-        t.ledger.Abort(id);
-        return version.status();
-      }
-      t.ledger.Commit(id, *version);
-      t.RecordClock(push.worker(), push.clock());
-      reply.set_version(*version);
-      bytes_pushed_.fetch_add(wire_bytes, std::memory_order_relaxed);
-    }
-  }
+  reply.set_version(outcome->version);
+  reply.set_duplicate(outcome->duplicate);
   *response = SerializeSmallMessage(reply);
   return absl::OkStatus();
 }

@@ -1,15 +1,16 @@
-// ParameterService is the gRPC face of one shardps server: it decodes
-// requests, hands them to the TableRegistry and its ShardStores, and encodes
-// the replies. Pull and Push are raw (ByteBuffer) methods so that the float
-// payload goes from gRPC's slices into the store, and from a pooled buffer
-// back out, without a std::string copy (ps/wire/wire_codec.h); CreateTable and
-// Stats are ordinary protobuf methods.
+// ParameterService is the gRPC face of one shardps server: it admits each
+// call (job token, draining), decodes the request, calls the TableRegistry
+// and its Tables (ps/table/table.h, where the transactions are), and
+// encodes the reply. Pull and Push are raw (ByteBuffer) methods so that the
+// float payload goes from gRPC's slices into the store, and from a pooled
+// buffer back out, without a std::string copy (ps/wire/wire_codec.h);
+// CreateTable and Stats are ordinary protobuf methods.
 //
 // Every handler runs to completion on the gRPC callback thread that called
 // it; there is no thread per request.
 //
 // Thread-safety: gRPC calls the handlers concurrently; all state is either
-// immutable, atomic or guarded inside TableRegistry/ShardStore/BufferPool.
+// immutable, atomic or guarded inside TableRegistry/Table/BufferPool.
 #ifndef SHARDPS_PS_SERVER_SERVICE_H_
 #define SHARDPS_PS_SERVER_SERVICE_H_
 
@@ -39,6 +40,9 @@ using ParameterServiceBase =
 
 struct ServiceOptions {
   std::string job = "default";
+  // The tables' messages (stragglers); null: stderr. Must outlive the
+  // service.
+  LogSink* log = nullptr;
   // When non-empty, every call must carry it (ps/wire/security.h).
   std::string auth_token;
   TableLimits limits;
@@ -56,7 +60,7 @@ struct ServiceOptions {
 class ParameterService final : public ParameterServiceBase {
  public:
   explicit ParameterService(ServiceOptions options)
-      : registry_(options.job, options.limits),
+      : registry_(options.job, options.limits, options.log),
         auth_token_(std::move(options.auth_token)),
         drop_reply_fraction_(options.drop_reply_fraction),
         tracer_(options.tracer),

@@ -15,6 +15,7 @@
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "proto/checkpoint.pb.h"
+#include "ps/base/file_io.h"
 
 namespace ps {
 namespace {
@@ -25,16 +26,13 @@ constexpr char kMagic[] = "SPSCKPT1";
 constexpr size_t kMagicBytes = 8;
 constexpr char kEndMark[] = "END";
 constexpr size_t kBlockHeaderBytes = 12;  // u64 length, u32 CRC
-constexpr uint32_t kFormatVersion = 1;
+// 2: ConsistencyConfig's mode and straggler policy are enums (fields 6
+// and 7); format 1 had them as strings in fields 1 and 5.
+constexpr uint32_t kFormatVersion = 2;
 
 uint32_t Crc(const char* data, size_t n) {
   return static_cast<uint32_t>(
       crc32_z(crc32_z(0, nullptr, 0), reinterpret_cast<const Bytef*>(data), n));
-}
-
-absl::Status FileError(absl::string_view what, const std::string& path) {
-  const int e = errno;
-  return absl::ErrnoToStatus(e, absl::StrCat("cannot ", what, " ", path));
 }
 
 class BlockWriter {
@@ -42,16 +40,7 @@ class BlockWriter {
   BlockWriter(int fd, const std::string& path) : fd_(fd), path_(path) {}
 
   absl::Status Raw(const char* data, size_t n) {
-    while (n > 0) {
-      const ssize_t wrote = ::write(fd_, data, n);
-      if (wrote < 0) {
-        if (errno == EINTR) continue;
-        return FileError("write", path_);
-      }
-      data += wrote;
-      n -= wrote;
-    }
-    return absl::OkStatus();
+    return WriteFully(fd_, absl::string_view(data, n), path_);
   }
 
   absl::Status Block(const char* data, size_t n) {
@@ -83,16 +72,9 @@ class BlockReader {
 
   absl::Status Raw(char* out, size_t n) {
     if (n > file_size_ - offset_) return Corrupt("truncated");
-    size_t done = 0;
-    while (done < n) {
-      const ssize_t got = ::pread(fd_, out + done, n - done, offset_ + done);
-      if (got < 0) {
-        if (errno == EINTR) continue;
-        return FileError("read", path_);
-      }
-      if (got == 0) return Corrupt("truncated");
-      done += got;
-    }
+    absl::StatusOr<size_t> got = PreadFully(fd_, out, n, offset_, path_);
+    if (!got.ok()) return got.status();
+    if (*got < n) return Corrupt("truncated");
     offset_ += n;
     return absl::OkStatus();
   }
@@ -142,10 +124,51 @@ absl::Status SyncDirectoryOf(const std::string& path) {
   const std::string dir = std::filesystem::path(path).parent_path().string();
   const int fd = ::open(dir.empty() ? "." : dir.c_str(),
                         O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return FileError("open directory", dir);
+  if (fd < 0) return ErrnoStatus(errno, "open directory", dir);
   const int rc = ::fsync(fd);
+  const int error = errno;
   ::close(fd);
-  if (rc != 0) return FileError("fsync directory", dir);
+  if (rc != 0) return ErrnoStatus(error, "fsync directory", dir);
+  return absl::OkStatus();
+}
+
+// Format 1's string mode (field 1) and straggler policy (field 5) of a
+// ConsistencyConfig, which today's parser keeps as unknown fields, as enums.
+absl::Status MigrateConsistency(shardps::ConsistencyConfig* c) {
+  const google::protobuf::Reflection* reflection = c->GetReflection();
+  google::protobuf::UnknownFieldSet old;
+  old.MergeFrom(reflection->GetUnknownFields(*c));
+  reflection->MutableUnknownFields(c)->Clear();
+  for (int i = 0; i < old.field_count(); ++i) {
+    const google::protobuf::UnknownField& f = old.field(i);
+    if (f.type() != google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED) {
+      return absl::DataLossError("unexpected consistency field");
+    }
+    const std::string& value = f.length_delimited();
+    if (f.number() == 1 && (value == "sync" || value == "ssp")) {
+      c->set_mode(value == "sync" ? shardps::CONSISTENCY_SYNC
+                                  : shardps::CONSISTENCY_SSP);
+    } else if (f.number() == 5 && value == "drop") {
+      c->set_straggler_policy(shardps::STRAGGLER_DROP);
+    } else if (!((f.number() == 1 && value == "async") ||
+                 (f.number() == 5 && value == "fail"))) {
+      return absl::DataLossError(absl::StrCat("format 1 consistency field ",
+                                              f.number(), " is '", value, "'"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MigrateFormat1(shardps::CheckpointHeader* header) {
+  for (shardps::TableCheckpoint& table : *header->mutable_tables()) {
+    if (absl::Status s =
+            MigrateConsistency(table.mutable_spec()->mutable_consistency());
+        !s.ok()) {
+      return absl::DataLossError(
+          absl::StrCat("table '", table.spec().table(), "': ", s.message()));
+    }
+  }
+  header->set_format_version(kFormatVersion);
   return absl::OkStatus();
 }
 
@@ -162,7 +185,7 @@ absl::Status WriteCheckpoint(const std::string& path, absl::string_view job,
   const std::string tmp = path + ".tmp";
   const int fd =
       ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return FileError("create", tmp);
+  if (fd < 0) return ErrnoStatus(errno, "create", tmp);
   bool closed = false;
   absl::Cleanup close_and_remove = [&] {
     if (!closed) ::close(fd);
@@ -189,11 +212,11 @@ absl::Status WriteCheckpoint(const std::string& path, absl::string_view job,
   if (absl::Status s = out.Block(kEndMark, sizeof kEndMark - 1); !s.ok()) {
     return s;
   }
-  if (::fsync(fd) != 0) return FileError("fsync", tmp);
+  if (::fsync(fd) != 0) return ErrnoStatus(errno, "fsync", tmp);
   closed = true;
-  if (::close(fd) != 0) return FileError("close", tmp);
+  if (::close(fd) != 0) return ErrnoStatus(errno, "close", tmp);
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    return FileError(absl::StrCat("rename ", tmp, " to"), path);
+    return ErrnoStatus(errno, absl::StrCat("rename ", tmp, " to"), path);
   }
   std::move(close_and_remove).Cancel();
   return SyncDirectoryOf(path);
@@ -201,10 +224,10 @@ absl::Status WriteCheckpoint(const std::string& path, absl::string_view job,
 
 absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return FileError("open", path);
+  if (fd < 0) return ErrnoStatus(errno, "open", path);
   absl::Cleanup close = [fd] { ::close(fd); };
   struct stat st;
-  if (::fstat(fd, &st) != 0) return FileError("stat", path);
+  if (::fstat(fd, &st) != 0) return ErrnoStatus(errno, "stat", path);
   BlockReader in(fd, path, st.st_size);
 
   char magic[kMagicBytes];
@@ -219,7 +242,11 @@ absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& path) {
   if (!header.ParseFromString(encoded)) {
     return in.Corrupt("unparsable header");
   }
-  if (header.format_version() != kFormatVersion) {
+  if (header.format_version() == 1) {
+    if (absl::Status s = MigrateFormat1(&header); !s.ok()) {
+      return in.Corrupt(s.message());
+    }
+  } else if (header.format_version() != kFormatVersion) {
     return in.Corrupt(absl::StrCat("format version ", header.format_version(),
                                    " is not ", kFormatVersion));
   }

@@ -23,7 +23,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "ps/table/table_registry.h"
+#include "ps/table/table.h"
 
 namespace ps {
 
@@ -42,7 +42,8 @@ absl::Status WriteCheckpoint(const std::string& path, absl::string_view job,
                              const std::vector<TableSnapshot>& tables);
 
 // Reads a checkpoint. DATA_LOSS names the file and byte offset of anything
-// truncated, damaged or inconsistent.
+// truncated, damaged or inconsistent. Files of format 1 (whose consistency
+// mode and straggler policy were strings) are read into today's enums.
 absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& path);
 
 }  // namespace ps

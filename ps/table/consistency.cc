@@ -19,7 +19,7 @@ absl::Status Invalid(absl::string_view message) {
 }  // namespace
 
 Consistency::Consistency(const shardps::ConsistencyConfig& config,
-                         std::string table, ShardStore* store)
+                         std::string table, ShardStore* store, LogSink* log)
     : mode_(config.mode() == shardps::CONSISTENCY_SYNC  ? Mode::kSync
             : config.mode() == shardps::CONSISTENCY_SSP ? Mode::kSsp
                                                         : Mode::kAsync),
@@ -28,6 +28,7 @@ Consistency::Consistency(const shardps::ConsistencyConfig& config,
       drop_stragglers_(config.straggler_policy() == shardps::STRAGGLER_DROP),
       table_(std::move(table)),
       store_(store),
+      log_(log),
       workers_(config.num_workers()) {
   if (mode_ == Mode::kAsync) return;
   if (mode_ == Mode::kSync) {
@@ -253,14 +254,12 @@ void Consistency::HandleStragglersLocked(std::vector<Release>* out) {
   if (!drop_stragglers_) {
     failed_ = absl::AbortedError(
         absl::StrCat(what, " (straggler_policy=fail: the job stops)"));
-    absl::FPrintF(stderr, "shardps-server: %s\n", failed_.message());
+    Log(log_, failed_.message());
     FailAllLocked(failed_, out);
     return;
   }
-  absl::FPrintF(stderr,
-                "shardps-server: %s; dropping them from the barrier "
-                "(straggler_policy=drop)\n",
-                what);
+  Logf(log_, "%s; dropping them from the barrier (straggler_policy=drop)",
+       what);
   for (uint32_t w : stragglers) workers_[w].dropped = true;
   AdvanceLocked(out);
   // The waits that remain began their timeout anew: the workers now in the

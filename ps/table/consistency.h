@@ -36,6 +36,7 @@
 #include "absl/time/time.h"
 #include "proto/checkpoint.pb.h"
 #include "proto/shardps.pb.h"
+#include "ps/base/log.h"
 #include "ps/table/shard_store.h"
 #include "ps/wire/float_pieces.h"
 #include "ps/wire/range_partition.h"
@@ -52,9 +53,10 @@ class Consistency {
   static constexpr size_t kMaxWaitingPulls = 1 << 16;
 
   // `config` must be valid; `store` must outlive this. `table` names the
-  // table in messages.
+  // table in messages; stragglers dropped or failing the job are reported
+  // to `log` (null: stderr), which must outlive this.
   Consistency(const shardps::ConsistencyConfig& config, std::string table,
-              ShardStore* store);
+              ShardStore* store, LogSink* log = nullptr);
   Consistency(const Consistency&) = delete;
   Consistency& operator=(const Consistency&) = delete;
   // Ends the waits still pending with UNAVAILABLE and stops the watchdog.
@@ -147,6 +149,7 @@ class Consistency {
   const bool drop_stragglers_;
   const std::string table_;
   ShardStore* const store_;
+  LogSink* const log_;
 
   mutable absl::Mutex mu_;
   absl::CondVar wake_;  // the watchdog's: waiters added, or closed

@@ -1,14 +1,14 @@
 // TableRegistry is a server's set of tables for one job: it creates them
-// idempotently, finds them for each request, and keeps per-table clocks and
-// per-server counters for Stats. It knows nothing of gRPC; ps/server/service.h
-// adapts it to the wire.
+// idempotently within the server's limits, restores them from a checkpoint,
+// finds them for each request, and gathers what Stats and checkpoints need
+// from all of them. It knows nothing of gRPC; ps/server/service.h adapts it
+// to the wire.
 //
 // Thread-safety: all methods are safe to call concurrently. Tables are never
 // removed, so a Table* stays valid for the registry's lifetime.
 #ifndef SHARDPS_PS_TABLE_TABLE_REGISTRY_H_
 #define SHARDPS_PS_TABLE_TABLE_REGISTRY_H_
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -19,48 +19,11 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
-#include "proto/checkpoint.pb.h"
 #include "proto/shardps.pb.h"
-#include "ps/table/consistency.h"
-#include "ps/table/push_ledger.h"
-#include "ps/table/shard_store.h"
+#include "ps/base/log.h"
+#include "ps/table/table.h"
 
 namespace ps {
-
-struct Table {
-  Table(shardps::CreateTableRequest spec, std::unique_ptr<ShardStore> store,
-        uint64_t restored_version = 0)
-      : spec(std::move(spec)),
-        store(std::move(store)),
-        restored_version(restored_version),
-        consistency(this->spec.consistency(), this->spec.table(),
-                    this->store.get()) {}
-
-  // Records that `worker` pushed `clock`; keeps the highest clock seen.
-  void RecordClock(uint32_t worker, uint64_t clock);
-
-  const shardps::CreateTableRequest spec;
-  const std::unique_ptr<ShardStore> store;
-  const uint64_t restored_version;  // 0 unless restored from a checkpoint
-  // Orders pushes and pulls by clock (async, sync or ssp); every push and
-  // pull goes through it.
-  Consistency consistency;
-
-  // A push holds this shared from its ledger admission until it is applied
-  // and committed; a snapshot holds it exclusively, so that values, version,
-  // clocks and ledger are captured at one point between pushes.
-  absl::Mutex snapshot_mu;
-  PushLedger ledger;
-
-  absl::Mutex clocks_mu;
-  absl::flat_hash_map<uint32_t, uint64_t> clocks ABSL_GUARDED_BY(clocks_mu);
-};
-
-// One table as a checkpoint holds it.
-struct TableSnapshot {
-  shardps::TableCheckpoint meta;           // meta.arrays() == arrays.size()
-  std::vector<std::vector<float>> arrays;  // values, then optimizer state
-};
 
 // What one server may hold; a CreateTable past either is RESOURCE_EXHAUSTED
 // (never unbounded memory).
@@ -71,8 +34,10 @@ struct TableLimits {
 
 class TableRegistry {
  public:
-  explicit TableRegistry(std::string job, TableLimits limits = {})
-      : job_(std::move(job)), limits_(limits) {}
+  // `log` (null: stderr) gets the tables' messages; it must outlive this.
+  explicit TableRegistry(std::string job, TableLimits limits = {},
+                         LogSink* log = nullptr)
+      : job_(std::move(job)), limits_(limits), log_(log) {}
   TableRegistry(const TableRegistry&) = delete;
   TableRegistry& operator=(const TableRegistry&) = delete;
 
@@ -118,9 +83,14 @@ class TableRegistry {
   // Unreserve gives back its bytes.
   absl::Status Reserve(absl::string_view table, uint64_t keys, int arrays);
   void Unreserve(uint64_t bytes);
+  // Adds `table` under its name, or keeps the one added meantime
+  // (`*inserted` tells which; the reservation of `bytes` is given back then).
+  Table* Insert(std::unique_ptr<Table> table, uint64_t bytes, bool* inserted);
+  std::vector<Table*> Tables();
 
   const std::string job_;
   const TableLimits limits_;
+  LogSink* const log_;
   absl::Mutex mu_;
   // Tables and value bytes held or being built.
   size_t reserved_tables_ ABSL_GUARDED_BY(mu_) = 0;

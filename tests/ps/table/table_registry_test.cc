@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 #include <vector>
+
+#include "table_util.h"
 
 namespace ps {
 namespace {
@@ -23,14 +26,6 @@ shardps::CreateTableRequest Spec(uint64_t p, int shards, int index) {
   return spec;
 }
 
-std::vector<float> PullAll(Table* table) {
-  std::vector<float> out(table->store->range().size());
-  if (!out.empty()) {
-    EXPECT_TRUE(table->store->Pull(table->store->range(), out.data()).ok());
-  }
-  return out;
-}
-
 TEST(TableRegistryTest, CreateIsIdempotentAndConflictsAreRefused) {
   TableRegistry registry("j");
   bool created = false;
@@ -38,7 +33,7 @@ TEST(TableRegistryTest, CreateIsIdempotentAndConflictsAreRefused) {
       registry.CreateTable(Spec(1000, 2, 1), &created);
   ASSERT_TRUE(first.ok()) << first.status();
   EXPECT_TRUE(created);
-  EXPECT_EQ((*first)->store->range(), RangePartition(1000, 2).shard_range(1));
+  EXPECT_EQ((*first)->range(), RangePartition(1000, 2).shard_range(1));
 
   absl::StatusOr<Table*> again =
       registry.CreateTable(Spec(1000, 2, 1), &created);
@@ -54,7 +49,8 @@ TEST(TableRegistryTest, CreateIsIdempotentAndConflictsAreRefused) {
             std::string::npos)
       << conflict.status();
   // The existing table is untouched by the refused request.
-  EXPECT_EQ((*registry.Find("j", "w"))->spec.optimizer().learning_rate(), 0.1f);
+  EXPECT_EQ((*registry.Find("j", "w"))->spec().optimizer().learning_rate(),
+            0.1f);
 }
 
 TEST(TableRegistryTest, LimitsOnTablesAndMemoryAreResourceExhausted) {
@@ -105,7 +101,7 @@ TEST(TableRegistryTest, OptimizerStateCountsAgainstTheMemoryLimit) {
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
   adam.set_num_params(250);
   ASSERT_TRUE(registry.CreateTable(adam, &created).ok());
-  EXPECT_EQ((*registry.Find("j", "w"))->store->range().size(), 250u);
+  EXPECT_EQ((*registry.Find("j", "w"))->range().size(), 250u);
   // All 1000 floats are taken now.
   shardps::CreateTableRequest sgd = Spec(1, 1, 0);
   sgd.set_table("x");
@@ -168,7 +164,7 @@ TEST(TableRegistryTest, InitialValuesDoNotDependOnSharding) {
       shardps::CreateTableRequest spec = Spec(p, 1, 0);
       spec.mutable_init()->set_kind(kind);
       spec.mutable_init()->set_value(0.25f);
-      whole = PullAll(*registry.CreateTable(spec, &created));
+      whole = testutil::Values(*registry.CreateTable(spec, &created));
     }
     std::vector<float> sharded;
     for (int s = 0; s < 3; ++s) {
@@ -177,7 +173,8 @@ TEST(TableRegistryTest, InitialValuesDoNotDependOnSharding) {
       shardps::CreateTableRequest spec = Spec(p, 3, s);
       spec.mutable_init()->set_kind(kind);
       spec.mutable_init()->set_value(0.25f);
-      std::vector<float> part = PullAll(*registry.CreateTable(spec, &created));
+      std::vector<float> part =
+          testutil::Values(*registry.CreateTable(spec, &created));
       sharded.insert(sharded.end(), part.begin(), part.end());
     }
     EXPECT_EQ(whole, sharded);
@@ -206,7 +203,8 @@ TEST(TableRegistryTest, InitSegmentsOverrideTheDefaultOnEveryShard) {
     seg->set_end(60);
     seg->mutable_init()->set_kind("constant");
     seg->mutable_init()->set_value(-2.0f);
-    std::vector<float> part = PullAll(*registry.CreateTable(spec, &created));
+    std::vector<float> part =
+        testutil::Values(*registry.CreateTable(spec, &created));
     values.insert(values.end(), part.begin(), part.end());
   }
   ASSERT_EQ(values.size(), 100u);
@@ -227,9 +225,12 @@ TEST(TableRegistryTest, StatsReportRangesVersionsAndClocks) {
   TableRegistry registry("j");
   bool created;
   Table* table = *registry.CreateTable(Spec(64, 2, 0), &created);
-  table->RecordClock(3, 5);
-  table->RecordClock(3, 4);  // clocks only move forward
-  table->RecordClock(1, 2);
+  auto push = [&](uint32_t worker, uint64_t clock) {
+    ASSERT_TRUE(testutil::PushValue(table, worker, 0, 0, 1.0f, {}, clock).ok());
+  };
+  push(3, 5);
+  push(3, 4);  // clocks only move forward
+  push(1, 2);
   shardps::StatsResponse stats;
   registry.FillStats(&stats);
   EXPECT_EQ(stats.job(), "j");
@@ -238,7 +239,7 @@ TEST(TableRegistryTest, StatsReportRangesVersionsAndClocks) {
   EXPECT_EQ(t.table(), "w");
   EXPECT_EQ(t.begin(), 0u);
   EXPECT_EQ(t.end(), 32u);
-  EXPECT_EQ(t.version(), 0u);
+  EXPECT_EQ(t.version(), 3u);
   std::map<uint32_t, uint64_t> clocks;
   for (const auto& c : t.worker_clocks()) clocks[c.worker()] = c.clock();
   EXPECT_EQ(clocks, (std::map<uint32_t, uint64_t>{{1, 2}, {3, 5}}));

@@ -193,35 +193,11 @@ TEST(UpdaterTest, StateArraysCarryTheOptimizerAcrossUpdaters) {
   }
 }
 
-TEST(UpdaterTest, BadConfigurationsNameTheField) {
-  struct Case {
-    shardps::OptimizerConfig config;
-    std::string mentions;
-  };
-  shardps::OptimizerConfig sgd_with_momentum = Config("sgd", 0.1f);
-  sgd_with_momentum.set_momentum(0.9f);
-  shardps::OptimizerConfig adam_with_nesterov = Adam(0.1f, 0.9f, 0.99f, 1e-8f);
-  adam_with_nesterov.set_nesterov(true);
-  const Case cases[] = {
-      {Config("lbfgs", 0.1f), "unknown optimizer 'lbfgs'"},
-      {Config("sgd", 0), "learning_rate"},
-      {Config("sgd", NAN), "learning_rate"},
-      {sgd_with_momentum, "does not use momentum"},
-      {adam_with_nesterov, "does not use nesterov"},
-      {Momentum(0.1f, 1.0f, false), "momentum must be in (0, 1)"},
-      {Momentum(0.1f, 0.0f, true), "momentum must be in (0, 1)"},
-      {Adagrad(0.1f, 0.0f, 0.1f), "epsilon"},
-      {Adagrad(0.1f, 1e-6f, -1.0f), "initial_accumulator"},
-      {Adam(0.1f, 1.0f, 0.99f, 1e-8f), "beta1"},
-      {Adam(0.1f, 0.9f, -0.1f, 1e-8f), "beta2"},
-      {Adam(0.1f, 0.9f, 0.99f, INFINITY), "epsilon"},
-  };
-  for (const Case& c : cases) {
-    absl::Status s = ValidateOptimizer(c.config);
-    EXPECT_TRUE(absl::IsInvalidArgument(s)) << c.config.ShortDebugString();
-    EXPECT_NE(s.message().find(c.mentions), std::string::npos) << s;
-    EXPECT_FALSE(MakeUpdater(c.config, 4).ok());
-  }
+TEST(UpdaterTest, ABadConfigurationBuildsNoUpdater) {
+  shardps::OptimizerConfig adam = Adam(0.1f, 1.0f, 0.99f, 1e-8f);
+  absl::StatusOr<std::unique_ptr<Updater>> u = MakeUpdater(adam, 4);
+  EXPECT_TRUE(absl::IsInvalidArgument(u.status())) << u.status();
+  EXPECT_NE(u.status().message().find("beta1"), std::string::npos);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 
 namespace worker {
 namespace {
@@ -49,6 +50,44 @@ TEST(TrainingConfigTest, BadOptimizerFlagsNameTheFlag) {
   flags.lr = -1;
   s = MakeOptimizerConfig(flags).status();
   EXPECT_NE(s.message().find("learning_rate"), std::string::npos) << s;
+}
+
+TEST(TrainingConfigTest, ConsistencyFlagsBecomeTheEnumsAndBack) {
+  absl::StatusOr<shardps::ConsistencyConfig> c =
+      MakeConsistencyConfig("async", 4, 60, "fail");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->ShortDebugString(), "");  // async sets nothing
+  EXPECT_EQ(ConsistencyFlag(*c), "async");
+  c = MakeConsistencyConfig("sync", 4, 30, "drop");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->mode(), shardps::CONSISTENCY_SYNC);
+  EXPECT_EQ(c->num_workers(), 4u);
+  EXPECT_EQ(c->straggler_timeout_seconds(), 30);
+  EXPECT_EQ(c->straggler_policy(), shardps::STRAGGLER_DROP);
+  EXPECT_EQ(ConsistencyFlag(*c), "sync");
+  c = MakeConsistencyConfig("ssp:3", 2, 60, "fail");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->mode(), shardps::CONSISTENCY_SSP);
+  EXPECT_EQ(c->staleness(), 3u);
+  EXPECT_EQ(ConsistencyFlag(*c), "ssp:3");
+}
+
+TEST(TrainingConfigTest, BadConsistencyFlagsNameTheFlag) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"bsp", "--consistency=bsp"},
+      {"ssp:0", "--consistency=ssp:0"},
+      {"ssp:x", "--consistency=ssp:x"},
+  };
+  for (const auto& [flag, says] : cases) {
+    absl::Status s = MakeConsistencyConfig(flag, 2, 60, "fail").status();
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << flag;
+    EXPECT_NE(s.message().find(says), std::string::npos) << s;
+  }
+  absl::Status s = MakeConsistencyConfig("sync", 2, 60, "retry").status();
+  EXPECT_NE(s.message().find("--straggler_policy=retry"), std::string::npos)
+      << s;
+  s = MakeConsistencyConfig("sync", 2, -1, "fail").status();
+  EXPECT_NE(s.message().find("--straggler_timeout_s"), std::string::npos) << s;
 }
 
 }  // namespace

@@ -1,0 +1,49 @@
+#include "ps/server/serve.h"
+
+#include <memory>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "ps/base/log.h"
+#include "ps/base/port_file.h"
+#include "ps/obs/trace.h"
+
+namespace ps {
+
+absl::Status Serve(ServeOptions options, const StopSignals& stop) {
+  absl::StatusOr<std::unique_ptr<Tracer>> tracer =
+      OpenTraceFlag(options.trace_path, options.trace_name);
+  if (!tracer.ok()) return tracer.status();
+  options.server.tracer = tracer->get();
+  if (options.server.drop_reply_fraction > 0) {
+    Logf(options.server.log,
+         "FAULT INJECTION: answering %.0f%% of pulls and pushes UNAVAILABLE "
+         "after carrying them out",
+         options.server.drop_reply_fraction * 100);
+  }
+  absl::StatusOr<std::unique_ptr<Server>> server =
+      Server::Start(options.server);
+  if (!server.ok()) return server.status();
+  if (!options.port_file.empty()) {
+    if (absl::Status s = WritePortFile(options.port_file, (*server)->port());
+        !s.ok()) {
+      return s;
+    }
+  }
+  Logf(options.server.log, "job %s listening on %s", options.server.job,
+       (*server)->address());
+  if ((*server)->metrics_port() >= 0) {
+    Logf(options.server.log, "metrics at http://%s:%d/metrics",
+         options.server.host, (*server)->metrics_port());
+  }
+  const int signal = stop.Wait();
+  Logf(options.server.log, "%s received, shutting down", SignalName(signal));
+  if (absl::Status s = (*server)->Shutdown(options.shutdown_grace); !s.ok()) {
+    return absl::Status(s.code(),
+                        absl::StrCat("last checkpoint failed: ", s.message()));
+  }
+  Log(options.server.log, "stopped");
+  return absl::OkStatus();
+}
+
+}  // namespace ps

@@ -1,0 +1,210 @@
+// Table: a push is one transaction (validated whole, applied once, or
+// refused changing nothing), and a snapshot restores a table that goes on
+// exactly as the original does.
+#include "ps/table/table.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "table_util.h"
+
+namespace ps {
+namespace {
+
+using testutil::PushValue;
+using testutil::StatsOf;
+using testutil::TableSpec;
+using testutil::Values;
+
+std::unique_ptr<Table> Make(const shardps::CreateTableRequest& spec) {
+  const KeyRange range = RangePartition(spec.num_params(), spec.num_shards())
+                             .shard_range(spec.shard_index());
+  absl::StatusOr<std::unique_ptr<Table>> table = Table::Create(spec, range);
+  EXPECT_TRUE(table.ok()) << table.status();
+  return table.ok() ? *std::move(table) : nullptr;
+}
+
+// A snapshot of `table` restored into a new one.
+std::unique_ptr<Table> Reborn(Table& table) {
+  TableSnapshot snapshot;
+  table.Snapshot(&snapshot);
+  absl::StatusOr<std::unique_ptr<Table>> restored =
+      Table::Restore(std::move(snapshot), table.range());
+  EXPECT_TRUE(restored.ok()) << restored.status();
+  return restored.ok() ? *std::move(restored) : nullptr;
+}
+
+std::map<uint32_t, uint64_t> Clocks(const Table& table) {
+  std::map<uint32_t, uint64_t> clocks;
+  const shardps::TableStats stats = StatsOf(&table);
+  for (const auto& c : stats.worker_clocks()) {
+    clocks[c.worker()] = c.clock();
+  }
+  return clocks;
+}
+
+shardps::CreateTableRequest SyncSpec(uint64_t p) {
+  shardps::CreateTableRequest spec = TableSpec("bsp", p);
+  shardps::ConsistencyConfig* c = spec.mutable_consistency();
+  c->set_mode(shardps::CONSISTENCY_SYNC);
+  c->set_num_workers(2);
+  c->set_straggler_timeout_seconds(60);
+  return spec;
+}
+
+TEST(TableTest, APushIsAppliedOnceAndItsCopiesAreAcknowledged) {
+  std::unique_ptr<Table> table = Make(TableSpec("w", 1000, 1, 0, 1.0f));
+  const std::vector<float> initial = Values(table.get());
+  absl::StatusOr<PushOutcome> first = PushValue(table.get(), 0, 7, 1, 2.0f);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->version, 1u);
+  EXPECT_FALSE(first->duplicate);
+  absl::StatusOr<PushOutcome> again = PushValue(table.get(), 0, 7, 1, 2.0f);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->duplicate);
+  EXPECT_EQ(again->version, 1u);  // what the first arrival produced
+  EXPECT_EQ(table->version(), 1u);
+  EXPECT_EQ(table->duplicates(), 1u);
+  const std::vector<float> after = Values(table.get());
+  for (size_t k = 0; k < after.size(); ++k) {
+    ASSERT_EQ(after[k], initial[k] - 2.0f) << k;
+  }
+}
+
+TEST(TableTest, ARefusedPushChangesNothingNotEvenTheLedger) {
+  std::unique_ptr<Table> table = Make(TableSpec("w", 64, 1, 0, 1.0f));
+  const std::vector<float> initial = Values(table.get());
+  std::vector<float> grad(64, 1.0f);
+  grad[63] = std::numeric_limits<float>::quiet_NaN();
+  const absl::string_view bytes(reinterpret_cast<const char*>(grad.data()),
+                                grad.size() * sizeof(float));
+  FloatPieces nan_gradient(absl::MakeConstSpan(&bytes, 1));
+  PushArgs push;
+  push.keys = table->range();
+  push.session = 9;
+  push.sequence = 1;
+  EXPECT_TRUE(
+      absl::IsInvalidArgument(table->ApplyPush(push, nan_gradient).status()));
+  push.lr_scale = -1;
+  grad[63] = 1.0f;
+  FloatPieces gradient(absl::MakeConstSpan(&bytes, 1));
+  EXPECT_TRUE(
+      absl::IsInvalidArgument(table->ApplyPush(push, gradient).status()));
+  push.keys = {10, 74};  // past the shard
+  EXPECT_TRUE(
+      absl::IsInvalidArgument(table->ApplyPush(push, gradient).status()));
+  EXPECT_EQ(Values(table.get()), initial);
+  EXPECT_EQ(table->version(), 0u);
+  // The refused pushes left no trace in the ledger: the same id applies.
+  absl::StatusOr<PushOutcome> ok = PushValue(table.get(), 0, 9, 1, 1.0f);
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_FALSE(ok->duplicate);
+}
+
+TEST(TableTest, ARestoredTableKeepsValuesVersionClocksAndLedger) {
+  std::unique_ptr<Table> before = Make(TableSpec("w", 3000));
+  ASSERT_TRUE(PushValue(before.get(), 0, 11, 1, 1.0f, {}, 4).ok());
+  ASSERT_TRUE(PushValue(before.get(), 1, 22, 1, -2.0f, {}, 2).ok());
+  ASSERT_TRUE(PushValue(before.get(), 0, 11, 2, 0.25f, {}, 5).ok());
+  std::unique_ptr<Table> after = Reborn(*before);
+  ASSERT_NE(after, nullptr);
+  EXPECT_EQ(Values(after.get()), Values(before.get()));
+  EXPECT_EQ(after->version(), 3u);
+  EXPECT_EQ(StatsOf(after.get()).restored_version(), 3u);
+  EXPECT_EQ(StatsOf(before.get()).restored_version(), 0u);
+  EXPECT_EQ(Clocks(*after), (std::map<uint32_t, uint64_t>{{0, 5}, {1, 2}}));
+  // A push the snapshot holds is a duplicate after the restore; the next
+  // one is applied.
+  absl::StatusOr<PushOutcome> replay = PushValue(after.get(), 0, 11, 2, 0.25f);
+  ASSERT_TRUE(replay.ok());
+  EXPECT_TRUE(replay->duplicate);
+  EXPECT_EQ(replay->version, 3u);
+  ASSERT_TRUE(PushValue(after.get(), 0, 11, 3, 1.0f).ok());
+  EXPECT_EQ(after->version(), 4u);
+}
+
+TEST(TableTest, OptimizerStateSurvivesARestore) {
+  // Adam's moments and step counts are in the snapshot: a restored table
+  // continues exactly as the original does.
+  shardps::CreateTableRequest spec = TableSpec("adam", 1000);
+  shardps::OptimizerConfig* adam = spec.mutable_optimizer();
+  adam->set_name("adam");
+  adam->set_learning_rate(0.01f);
+  adam->set_beta1(0.9f);
+  adam->set_beta2(0.999f);
+  adam->set_epsilon(1e-8f);
+  std::unique_ptr<Table> before = Make(spec);
+  ASSERT_TRUE(PushValue(before.get(), 0, 11, 1, 1.0f).ok());
+  ASSERT_TRUE(PushValue(before.get(), 0, 11, 2, -3.0f).ok());
+  TableSnapshot snapshot;
+  before->Snapshot(&snapshot);
+  EXPECT_EQ(snapshot.arrays.size(), 4u);  // values, m, v, t
+  std::unique_ptr<Table> after = Reborn(*before);
+  ASSERT_TRUE(PushValue(before.get(), 0, 11, 3, 0.5f).ok());
+  ASSERT_TRUE(PushValue(after.get(), 0, 11, 3, 0.5f).ok());
+  // (Had m, v and t restarted at zero, this push would have moved every
+  // value by exactly the learning rate, as Adam's first step does.)
+  EXPECT_EQ(Values(after.get()), Values(before.get()));
+}
+
+TEST(TableTest, ASyncBarrierSurvivesARestoreMidClock) {
+  // The snapshot is taken while clock 0 is half gathered: worker 0 has
+  // pushed half of its keys. The restored table must know that (and the
+  // running sum), so that the rest of the clock completes it exactly as on
+  // the original.
+  std::unique_ptr<Table> before = Make(SyncSpec(1000));
+  const KeyRange all = before->range();
+  const KeyRange first{all.begin, all.begin + 100},
+      rest{all.begin + 100, all.end};
+  ASSERT_TRUE(PushValue(before.get(), 0, 0, 0, 2.0f, first).ok());
+  TableSnapshot snapshot;
+  before->Snapshot(&snapshot);
+  EXPECT_EQ(snapshot.arrays.size(), 2u);  // values and the running sum
+  std::unique_ptr<Table> after = Reborn(*before);
+  EXPECT_EQ(PushValue(after.get(), 0, 0, 0, 2.0f, first).status().code(),
+            absl::StatusCode::kFailedPrecondition)
+      << "the restored barrier forgot what worker 0 pushed";
+  for (Table* t : {before.get(), after.get()}) {
+    ASSERT_TRUE(PushValue(t, 0, 0, 0, 2.0f, rest).ok());
+    ASSERT_TRUE(PushValue(t, 1, 0, 0, 4.0f, all).ok());
+    EXPECT_EQ(t->version(), 1u);
+    EXPECT_EQ(StatsOf(t).consistency_clock(), 1u);
+  }
+  // lr 0.5 times the mean gradient 3, on every key.
+  EXPECT_EQ(Values(after.get()), Values(before.get()));
+  const std::vector<float> initial = Values(Make(SyncSpec(1000)).get());
+  EXPECT_FLOAT_EQ(Values(after.get())[150], initial[150] - 1.5f);
+}
+
+TEST(TableTest, ASnapshotThatDoesNotFitTheSpecIsRefusedByName) {
+  std::unique_ptr<Table> table = Make(TableSpec("w", 1000));
+  TableSnapshot snapshot;
+  table->Snapshot(&snapshot);
+  TableSnapshot extra = snapshot;
+  extra.arrays.push_back(extra.arrays[0]);
+  absl::Status s = Table::Restore(std::move(extra), table->range()).status();
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_NE(s.message().find("table 'w'"), std::string::npos) << s;
+  TableSnapshot short_array = snapshot;
+  short_array.arrays[0].pop_back();
+  s = Table::Restore(std::move(short_array), table->range()).status();
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  TableSnapshot foreign_barrier = snapshot;
+  foreign_barrier.meta.mutable_barrier()->add_workers();
+  s = Table::Restore(std::move(foreign_barrier), table->range()).status();
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+}
+
+TEST(TableTest, ArraysPerKeyCountValuesOptimizerStateAndTheSyncSum) {
+  EXPECT_EQ(Table::ArraysPerKey(TableSpec("w", 10)), 1);
+  EXPECT_EQ(Table::ArraysPerKey(SyncSpec(10)), 2);
+  shardps::CreateTableRequest adam = SyncSpec(10);
+  adam.mutable_optimizer()->set_name("adam");
+  EXPECT_EQ(Table::ArraysPerKey(adam), 5);
+}
+
+}  // namespace
+}  // namespace ps
