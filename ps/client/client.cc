@@ -1,43 +1,35 @@
 #include "ps/client/client.h"
 
-#include <grpcpp/create_channel.h>
-#include <grpcpp/security/credentials.h>
-#include <grpcpp/support/channel_arguments.h>
+#include <grpcpp/client_context.h>
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <thread>
 #include <utility>
 
-#include "absl/cleanup/cleanup.h"
 #include "absl/memory/memory.h"
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "absl/synchronization/blocking_counter.h"
 #include "absl/synchronization/notification.h"
+#include "ps/client/chunk_plan.h"
+#include "ps/client/chunked_op.h"
+#include "ps/client/connections.h"
+#include "ps/client/fan_out.h"
+#include "ps/client/pull_op.h"
+#include "ps/client/push_op.h"
+#include "ps/client/retry.h"
 #include "ps/wire/float_pieces.h"
-#include "ps/wire/grpc_status.h"
+#include "ps/wire/range_partition.h"
+#include "ps/wire/table_spec.h"
 #include "ps/wire/value_codec.h"
 #include "ps/wire/wire_codec.h"
 
 namespace ps {
 namespace {
 
-constexpr char kPullMethod[] = "/shardps.ParameterServer/Pull";
-constexpr char kPushMethod[] = "/shardps.ParameterServer/Push";
 constexpr char kHealthCheckMethod[] = "/grpc.health.v1.Health/Check";
-constexpr int kPullValuesField = shardps::PullResponse::kValuesFieldNumber;
-constexpr int kPushGradientField = shardps::PushRequest::kGradientFieldNumber;
 
-absl::Status CheckOptions(const ClientOptions& o) {
-  if (o.server_addrs.empty()) {
-    return absl::InvalidArgumentError("client needs at least one server");
-  }
-  if (o.job.empty() || o.job.size() > 128) {
-    return absl::InvalidArgumentError("job must have 1 to 128 characters");
-  }
+absl::Status CheckTransfer(const ClientOptions& o) {
   if (o.max_message_bytes <= static_cast<int>(kMaxWireHeaderBytes)) {
     return absl::InvalidArgumentError("max_message_bytes is too small");
   }
@@ -55,6 +47,17 @@ absl::Status CheckOptions(const ClientOptions& o) {
   if (o.rpc_timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("rpc_timeout must be > 0");
   }
+  return absl::OkStatus();
+}
+
+absl::Status CheckOptions(const ClientOptions& o) {
+  if (o.server_addrs.empty()) {
+    return absl::InvalidArgumentError("client needs at least one server");
+  }
+  if (o.job.empty() || o.job.size() > 128) {
+    return absl::InvalidArgumentError("job must have 1 to 128 characters");
+  }
+  if (absl::Status s = CheckTransfer(o); !s.ok()) return s;
   if (o.pull_encoding != shardps::FLOAT32 && o.pull_encoding != shardps::FP16 &&
       o.pull_encoding != shardps::BF16) {
     return absl::InvalidArgumentError(
@@ -89,469 +92,89 @@ bool GradientIsFinite(const float* grad, size_t n) {
   return first_ok && second_ok;
 }
 
-// UNAVAILABLE: the server is down, restarting or shutting down. CANCELLED:
-// this client never cancels its own calls, so the server ended the call,
-// as gRPC does to calls caught by a server's shutdown.
-// Retries wait at most this long, so that the workers resume within about
-// a second of a restarted server, and of each other.
-constexpr absl::Duration kMaxBackoff = absl::Seconds(1);
-
-bool Retryable(const absl::Status& s) {
-  return absl::IsUnavailable(s) || absl::IsCancelled(s);
-}
-
 std::chrono::system_clock::time_point DeadlineIn(absl::Duration d) {
   return absl::ToChronoTime(absl::Now() + d);
 }
 
+// server `s`'s CreateTableRequest for `table` of `n` shards.
+shardps::CreateTableRequest ShardSpec(const TableOptions& table,
+                                      const std::string& job, int n, int s) {
+  shardps::CreateTableRequest r;
+  r.set_job(job);
+  r.set_table(table.name);
+  r.set_num_params(table.num_params);
+  r.set_num_shards(n);
+  r.set_shard_index(s);
+  *r.mutable_optimizer() = table.optimizer;
+  *r.mutable_init() = table.init;
+  *r.mutable_consistency() = table.consistency;
+  for (const shardps::InitSegment& seg : table.init_segments) {
+    *r.add_init_segments() = seg;
+  }
+  return r;
+}
+
 }  // namespace
 
-struct Client::ServerConn {
-  std::string address;
-  std::vector<std::shared_ptr<grpc::Channel>> channels;
-  std::vector<std::unique_ptr<grpc::GenericStub>> bulk_stubs;  // per channel
-  std::unique_ptr<shardps::ParameterServer::Stub> stub;
-
-  // `status` with its message prefixed by what failed and where.
-  absl::Status Annotate(absl::string_view what, int shard,
-                        const absl::Status& status) const {
-    return absl::Status(status.code(),
-                        absl::StrCat(what, " on shard ", shard, " at ", address,
-                                     ": ", status.message()));
-  }
-  absl::Status Annotate(absl::string_view what, int shard,
-                        const grpc::Status& status) const {
-    return Annotate(what, shard, FromGrpcStatus(status));
-  }
-};
-
-// One Pull or Push: its chunk calls, the window of those in flight, and the
-// first error. Shared by the caller and every callback so that whichever
-// finishes last frees it.
-class Client::BulkOp : public std::enable_shared_from_this<BulkOp> {
- public:
-  struct Chunk {
-    int shard;
-    int channel;
-    KeyRange keys;
-    // ONEBIT pushes: where the chunk's encoded gradient starts in `encoded`.
-    size_t encoded_offset = 0;
-  };
-
-  BulkOp(const Client& client, bool is_push, absl::string_view table,
-         uint64_t base_key, float* out, const float* grad, uint64_t clock,
-         const PushTag& tag, int window, std::vector<Chunk> chunks,
-         absl::Duration timeout, const char* encoded)
-      : client_(client),
-        timeout_(timeout),
-        encoded_(encoded),
-        is_push_(is_push),
-        tag_(tag),
-        table_(table),
-        base_key_(base_key),
-        out_(out),
-        grad_(grad),
-        clock_(clock),
-        window_(window),
-        chunks_(std::move(chunks)) {}
-
-  // After Run: the chunks that did not succeed (failed, or never launched
-  // after a failure), in their order, for a retry to send again.
-  std::vector<Chunk> Unfinished() {
-    absl::MutexLock lock(&mu_);
-    std::vector<Chunk> out;
-    for (size_t i = 0; i < chunks_.size(); ++i) {
-      if (!succeeded_[i]) out.push_back(chunks_[i]);
-    }
-    return out;
-  }
-
-  // Runs every chunk and waits for all of them, or gives up on stragglers
-  // (see kStragglerGrace); either way nothing touches the caller's buffers
-  // once this returns.
-  absl::Status Run() {
-    calls_.resize(chunks_.size());
-    deadlines_.resize(chunks_.size());
-    started_.resize(chunks_.size());
-    {
-      absl::MutexLock lock(&mu_);
-      finished_.assign(chunks_.size(), false);
-      succeeded_.assign(chunks_.size(), false);
-    }
-    std::vector<size_t> launch;
-    {
-      absl::MutexLock lock(&mu_);
-      TakeLaunchesLocked(&launch);
-    }
-    for (size_t i : launch) Launch(i);
-    absl::MutexLock lock(&mu_);
-    const absl::Condition finished(this, &BulkOp::FinishedLocked);
-    while (
-        !mu_.AwaitWithDeadline(finished, latest_deadline_ + kStragglerGrace)) {
-      if (absl::Now() >= latest_deadline_ + kStragglerGrace) {
-        AbandonLocked();
-        break;
-      }
-    }
-    return error_;
-  }
-
- private:
-  // gRPC ends a call at its deadline, except one whose message is stuck
-  // mid-write to a peer that stopped reading (a hung server): that call ends
-  // only when the connection dies. Run() gives such calls this long past
-  // their deadline, then returns DEADLINE_EXCEEDED; they finish in the
-  // background, holding a reference to this op but not to the caller.
-  static constexpr absl::Duration kStragglerGrace = absl::Seconds(1);
-
-  struct Call {
-    grpc::ClientContext context;
-    grpc::ByteBuffer request;
-    grpc::ByteBuffer response;
-  };
-
-  bool FinishedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return inflight_ == 0 && callbacks_busy_ == 0 &&
-           (next_ == chunks_.size() || !error_.ok());
-  }
-
-  void AbandonLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    abandoned_ = true;
-    for (size_t i = 0; i < next_; ++i) {
-      if (!finished_[i] && error_.ok()) {
-        const Chunk& chunk = chunks_[i];
-        error_ = absl::DeadlineExceededError(absl::StrCat(
-            Describe(chunk), " on shard ", chunk.shard, " at ",
-            client_.servers_[chunk.shard]->address,
-            ": no answer within the deadline (the server stopped reading)"));
-      }
-    }
-    // Callbacks already past the abandoned_ check may still be writing to
-    // the caller's buffer or launching calls; let them finish first. Then the
-    // calls still in flight become the Client's stragglers.
-    mu_.Await(absl::Condition(
-        +[](int* busy) { return *busy == 0; }, &callbacks_busy_));
-    client_.AddStragglers(inflight_);
-  }
-
-  void TakeLaunchesLocked(std::vector<size_t>* launch)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    while (error_.ok() && next_ < chunks_.size() && inflight_ < window_) {
-      const absl::Time deadline = absl::Now() + timeout_;
-      deadlines_[next_] = deadline;
-      latest_deadline_ = std::max(latest_deadline_, deadline);
-      launch->push_back(next_++);
-      ++inflight_;
-    }
-  }
-
-  std::string Describe(const Chunk& chunk) const {
-    return absl::StrCat(is_push_ ? "push" : "pull", " of '", table_, "' keys [",
-                        chunk.keys.begin, ", ", chunk.keys.end, ")");
-  }
-
-  void Launch(size_t index) {
-    const Chunk& chunk = chunks_[index];
-    ServerConn& server = *client_.servers_[chunk.shard];
-    calls_[index] = std::make_unique<Call>();
-    started_[index] = absl::Now();
-    Call& call = *calls_[index];
-    call.context.set_deadline(absl::ToChronoTime(deadlines_[index]));
-    client_.Authorize(&call.context);
-    const std::string* method;
-    if (is_push_) {
-      method = &push_method_;
-      EncodePush(chunk, &call.request);
-      client_.push_bytes_.fetch_add(call.request.Length(),
-                                    std::memory_order_relaxed);
-    } else {
-      method = &pull_method_;
-      shardps::PullRequest pull;
-      FillHeader(chunk, &pull);
-      pull.set_encoding(client_.options_.pull_encoding);
-      call.request = SerializeSmallMessage(pull);
-    }
-    // The callback owns a reference: a call outliving Run() keeps its
-    // context alive. gRPC holds its own reference to the call while it runs
-    // the callback, so the op (and its contexts) may be freed from there.
-    server.bulk_stubs[chunk.channel]->UnaryCall(
-        &call.context, *method, grpc::StubOptions(), &call.request,
-        &call.response,
-        [self = shared_from_this(), index](grpc::Status status) {
-          self->OnDone(index, status);
-        });
-  }
-
-  template <typename Message>
-  void FillHeader(const Chunk& chunk, Message* m) const {
-    m->set_job(client_.options_.job);
-    m->set_table(table_);
-    m->set_begin(chunk.keys.begin);
-    m->set_end(chunk.keys.end);
-    m->set_worker(client_.options_.worker);
-    m->set_clock(clock_);
-  }
-
-  // The gradient is copied once, into a reused buffer that gRPC sends from
-  // and releases whenever it is done with it. Sending the caller's memory in
-  // place would tie its lifetime to the connection: a call that times out
-  // against a hung server leaves its bytes queued on the socket.
-  void EncodePush(const Chunk& chunk, grpc::ByteBuffer* request) {
-    shardps::PushRequest header;
-    FillHeader(chunk, &header);
-    header.set_session(tag_.session);
-    header.set_sequence(tag_.sequence);
-    header.set_acked_below(tag_.acked_below);
-    if (tag_.lr_scale != 1.0f) header.set_learning_rate_scale(tag_.lr_scale);
-    const shardps::ValueEncoding encoding = client_.options_.push_encoding;
-    header.set_encoding(encoding);
-    const size_t n = chunk.keys.size();
-    const size_t payload = EncodedBytes(encoding, n);
-    PooledBuffer buffer =
-        client_.push_buffers_.Acquire(kMaxWireHeaderBytes + payload);
-    char* values = buffer.data() + kMaxWireHeaderBytes;
-    const float* grad = grad_ + (chunk.keys.begin - base_key_);
-    switch (encoding) {
-      case shardps::FP16:
-        EncodeFp16(grad, n, values);
-        break;
-      case shardps::BF16:
-        EncodeBf16(grad, n, values);
-        break;
-      case shardps::ONEBIT:
-        std::memcpy(values, encoded_ + chunk.encoded_offset, payload);
-        break;
-      default:
-        std::memcpy(values, grad, payload);
-    }
-    const size_t header_bytes =
-        WriteHeaderBefore(header, kPushGradientField, payload, values);
-    grpc::Slice slice = std::move(buffer).ToSlice(
-        kMaxWireHeaderBytes - header_bytes, header_bytes + payload);
-    *request = grpc::ByteBuffer(&slice, 1);
-  }
-
-  absl::Status DecodePull(const Chunk& chunk, const grpc::ByteBuffer& reply) {
-    SplitMessage split;
-    if (absl::Status s = SplitBulkField(reply, kPullValuesField, &split);
-        !s.ok()) {
-      return s;
-    }
-    size_t got = 0;
-    for (absl::string_view piece : split.bulk) got += piece.size();
-    const shardps::ValueEncoding encoding = client_.options_.pull_encoding;
-    const size_t n = chunk.keys.size();
-    const size_t want = EncodedBytes(encoding, n);
-    if (got != want) {
-      return absl::DataLossError(absl::StrCat("server sent ", got, " bytes of ",
-                                              EncodingName(encoding),
-                                              " values, expected ", want));
-    }
-    float* out = out_ + (chunk.keys.begin - base_key_);
-    if (encoding == shardps::FLOAT32) {
-      char* dst = reinterpret_cast<char*>(out);
-      for (absl::string_view piece : split.bulk) {
-        std::memcpy(dst, piece.data(), piece.size());
-        dst += piece.size();
-      }
-      return absl::OkStatus();
-    }
-    // The 16-bit decoders read one contiguous run.
-    PooledBuffer gathered;
-    const absl::string_view in =
-        Contiguous(split.bulk, client_.push_buffers_, &gathered);
-    return DecodeValues(encoding, in.data(), n, out);
-  }
-
-  // Each call's context is destroyed here, in its own completion callback
-  // (gRPC keeps its own reference to the call meanwhile), while the Client
-  // is known to be alive: a context holds a channel reference, and the last
-  // reference to a channel must not be dropped on one of gRPC's callback
-  // threads, which the channel's teardown joins.
-  void OnDone(size_t index, const grpc::Status& status) {
-    bool abandoned;
-    {
-      absl::MutexLock lock(&mu_);
-      abandoned = abandoned_;
-      if (abandoned) {
-        --inflight_;
-      } else {
-        ++callbacks_busy_;
-      }
-    }
-    if (abandoned) {
-      // Run() has returned: the caller's buffers may be gone; the Client
-      // waits for its stragglers before it closes its channels.
-      calls_[index].reset();
-      client_.StragglerDone();
-      return;
-    }
-    const Chunk& chunk = chunks_[index];
-    const ServerConn& server = *client_.servers_[chunk.shard];
-    if (client_.options_.tracer != nullptr) {
-      client_.options_.tracer->Record(is_push_ ? "push_rpc" : "pull_rpc",
-                                      "client", started_[index], absl::Now(),
-                                      "shard", chunk.shard);
-    }
-    if (client_.options_.metrics != nullptr) {
-      client_.options_.metrics->RecordCall(
-          is_push_, chunk.shard, status.ok(), calls_[index]->request.Length(),
-          calls_[index]->response.Length(), absl::Now() - started_[index]);
-    }
-    absl::Status result;
-    if (!status.ok()) {
-      result = server.Annotate(Describe(chunk), chunk.shard, status);
-    } else if (!is_push_) {
-      client_.pull_bytes_.fetch_add(calls_[index]->response.Length(),
-                                    std::memory_order_relaxed);
-      result = DecodePull(chunk, calls_[index]->response);
-      if (!result.ok()) {
-        result = server.Annotate(Describe(chunk), chunk.shard, result);
-      }
-    }
-    calls_[index].reset();
-    std::vector<size_t> launch;
-    {
-      absl::MutexLock lock(&mu_);
-      --inflight_;
-      finished_[index] = true;
-      succeeded_[index] = result.ok();
-      if (!result.ok() && error_.ok()) error_ = result;
-      TakeLaunchesLocked(&launch);
-    }
-    for (size_t i : launch) Launch(i);
-    absl::MutexLock lock(&mu_);
-    --callbacks_busy_;
-  }
-
-  const Client& client_;
-  const absl::Duration timeout_;  // of each call
-  // ONEBIT pushes: every chunk's gradient, encoded once before the first
-  // launch (the encoding updates the residual, so a retry must resend the
-  // same bytes rather than encode again).
-  const char* const encoded_;
-  const bool is_push_;
-  const PushTag tag_;
-  const std::string table_;
-  const uint64_t base_key_;  // key of out_[0] / grad_[0]
-  float* const out_;
-  const float* const grad_;
-  const uint64_t clock_;
-  const int window_;
-  const std::string pull_method_ = kPullMethod;
-  const std::string push_method_ = kPushMethod;
-  const std::vector<Chunk> chunks_;
-  std::vector<std::unique_ptr<Call>> calls_;  // one per chunk, once launched
-  std::vector<absl::Time> deadlines_;         // written before each launch
-  std::vector<absl::Time> started_;           // when each call was launched
-
-  absl::Mutex mu_;
-  size_t next_ ABSL_GUARDED_BY(mu_) = 0;
-  int inflight_ ABSL_GUARDED_BY(mu_) = 0;
-  absl::Status error_ ABSL_GUARDED_BY(mu_);
-  std::vector<bool> finished_ ABSL_GUARDED_BY(mu_);
-  std::vector<bool> succeeded_ ABSL_GUARDED_BY(mu_);
-  absl::Time latest_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
-  bool abandoned_ ABSL_GUARDED_BY(mu_) = false;
-  // OnDone calls between their abandoned_ check and their last launch.
-  int callbacks_busy_ ABSL_GUARDED_BY(mu_) = 0;
+// What the client knows of a table it created or opened.
+struct Client::TableInfo {
+  TableInfo(RangePartition partition, absl::Duration pull_wait)
+      : partition(std::move(partition)), pull_wait(pull_wait) {}
+  const RangePartition partition;
+  const absl::Duration pull_wait;  // the longest a pull may wait
+  // ONEBIT pushes: the quantization error of every key, added to its next
+  // gradient (allocated by the first such push).
+  absl::Mutex residual_mu;
+  std::vector<float> residual ABSL_GUARDED_BY(residual_mu);
 };
 
 Client::Client(ClientOptions options, uint64_t session)
     : options_(std::move(options)), session_(session) {}
 
-Client::~Client() {
-  // Calls abandoned by a Pull/Push (stuck behind a hung server) end when
-  // keepalive closes that connection, within about 40 s.
-  absl::MutexLock lock(&stragglers_mu_);
-  stragglers_mu_.Await(absl::Condition(
-      +[](int* n) { return *n == 0; }, &stragglers_));
-}
-
-void Client::AddStragglers(int n) const {
-  absl::MutexLock lock(&stragglers_mu_);
-  stragglers_ += n;
-}
-
-void Client::StragglerDone() const {
-  absl::MutexLock lock(&stragglers_mu_);
-  --stragglers_;
-}
+Client::~Client() = default;
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
   if (absl::Status s = CheckOptions(options); !s.ok()) return s;
-  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
-      MakeChannelCredentials(options.tls);
-  if (!credentials.ok()) return credentials.status();
   // Random, so that a restarted worker's pushes are never mistaken for
   // retries of its previous incarnation's.
   absl::BitGen random;
   const uint64_t session =
       absl::Uniform<uint64_t>(absl::IntervalClosed, random, 1, ~uint64_t{0});
   auto client = absl::WrapUnique(new Client(std::move(options), session));
-  const ClientOptions& o = client->options_;
-  for (const std::string& address : o.server_addrs) {
-    auto conn = std::make_unique<ServerConn>();
-    conn->address = address;
-    for (int c = 0; c < o.channels_per_server; ++c) {
-      grpc::ChannelArguments args;
-      args.SetMaxReceiveMessageSize(o.max_message_bytes);
-      args.SetMaxSendMessageSize(o.max_message_bytes);
-      // A private subchannel pool gives each channel its own TCP connection;
-      // otherwise gRPC would share one connection among identical channels.
-      args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-      // Pings on busy connections: one to a hung server is closed after
-      // 40 s instead of holding its queued calls forever.
-      args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 30000);
-      args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
-      // Reconnect to a restarted server on the retry loop's schedule rather
-      // than gRPC's default 1 s, growing to 120 s. (The minimum stays at its
-      // default: gRPC also uses it as the connection attempt's timeout.)
-      args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-      args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-      conn->channels.push_back(
-          grpc::CreateCustomChannel(address, *credentials, args));
-      conn->bulk_stubs.push_back(
-          std::make_unique<grpc::GenericStub>(conn->channels.back()));
-    }
-    conn->stub = shardps::ParameterServer::NewStub(conn->channels[0]);
-    client->servers_.push_back(std::move(conn));
-  }
+  absl::StatusOr<std::unique_ptr<Connections>> conns =
+      Connections::Open(client->options_);
+  if (!conns.ok()) return conns.status();
+  client->conns_ = *std::move(conns);
   return client;
 }
 
-void Client::Authorize(grpc::ClientContext* context) const {
-  if (!options_.auth_token.empty()) {
-    context->AddMetadata(kAuthMetadataKey, BearerValue(options_.auth_token));
-  }
+int Client::num_servers() const { return conns_->size(); }
+uint64_t Client::push_bytes() const { return conns_->push_bytes(); }
+uint64_t Client::pull_bytes() const { return conns_->pull_bytes(); }
+
+absl::Status Client::Retried(absl::string_view what,
+                             absl::FunctionRef<absl::Status()> call) {
+  RetryPolicy policy;
+  policy.give_up = options_.retry_give_up;
+  policy.log = options_.log;
+  policy.metrics = options_.metrics;
+  return Retrying(policy, what, call);
 }
 
 absl::Status Client::WaitReady(absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
-  // All servers at once: connection set-up is mostly waiting, and a worker
-  // among many starting together should not pay it once per server.
-  std::vector<absl::Status> statuses(num_servers());
-  std::vector<std::thread> waiters;
-  for (int s = 0; s < num_servers(); ++s) {
-    waiters.emplace_back([this, s, deadline, &statuses] {
-      statuses[s] = WaitServer(s, deadline);
-    });
-  }
-  for (std::thread& t : waiters) t.join();
-  for (const absl::Status& status : statuses) {
-    if (!status.ok()) return status;
-  }
-  return absl::OkStatus();
+  return ForEachServer(num_servers(),
+                       [&](int s) { return WaitServer(s, deadline); });
 }
 
 absl::Status Client::WaitServer(int s, absl::Time deadline) {
-  ServerConn& server = *servers_[s];
+  ServerConn& server = conns_->server(s);
   grpc::Status last;
   while (true) {
     grpc::ClientContext context;
     context.set_wait_for_ready(true);
     context.set_deadline(absl::ToChronoTime(deadline));
-    Authorize(&context);
+    conns_->Authorize(&context);
     // An empty HealthCheckRequest asks about the server as a whole.
     grpc::Slice empty;
     grpc::ByteBuffer request(&empty, 1), response;
@@ -580,54 +203,49 @@ absl::Status Client::WaitServer(int s, absl::Time deadline) {
 }
 
 absl::Status Client::CreateTable(const TableOptions& table) {
-  return Retrying("table creation", [&] { return CreateTableOnce(table); });
+  // What every server would check (all but the job and the shard), checked
+  // once here before anything is sent.
+  if (absl::Status s =
+          ValidateTableSpec(ShardSpec(table, options_.job, num_servers(), 0));
+      !s.ok()) {
+    return absl::Status(
+        s.code(), absl::StrCat("table '", table.name, "': ", s.message()));
+  }
+  return Retried("table creation", [&] { return CreateTableOnce(table); });
 }
 
 absl::Status Client::CreateTableOnce(const TableOptions& table) {
   const int n = num_servers();
-  std::vector<grpc::ClientContext> contexts(n);
-  std::vector<shardps::CreateTableRequest> requests(n);
-  std::vector<shardps::CreateTableResponse> responses(n);
-  std::vector<grpc::Status> statuses(n);
-  absl::BlockingCounter pending(n);
-  for (int s = 0; s < n; ++s) {
-    shardps::CreateTableRequest& r = requests[s];
-    r.set_job(options_.job);
-    r.set_table(table.name);
-    r.set_num_params(table.num_params);
-    r.set_num_shards(n);
-    r.set_shard_index(s);
-    *r.mutable_optimizer() = table.optimizer;
-    *r.mutable_init() = table.init;
-    *r.mutable_consistency() = table.consistency;
-    for (const shardps::InitSegment& seg : table.init_segments) {
-      *r.add_init_segments() = seg;
-    }
-    contexts[s].set_deadline(DeadlineIn(options_.rpc_timeout));
-    Authorize(&contexts[s]);
-    servers_[s]->stub->async()->CreateTable(
-        &contexts[s], &requests[s], &responses[s],
-        [&statuses, &pending, s](grpc::Status status) {
-          statuses[s] = std::move(status);
-          pending.DecrementCount();
-        });
-  }
-  pending.Wait();
-  for (int s = 0; s < n; ++s) {
-    if (!statuses[s].ok()) {
-      return servers_[s]->Annotate(
-          absl::StrCat("creating table '", table.name, "'"), s, statuses[s]);
-    }
+  if (absl::Status s = ForEachServer(
+          n,
+          [&](int s) {
+            const shardps::CreateTableRequest request =
+                ShardSpec(table, options_.job, n, s);
+            shardps::CreateTableResponse response;
+            grpc::ClientContext context;
+            context.set_deadline(DeadlineIn(options_.rpc_timeout));
+            conns_->Authorize(&context);
+            return conns_->server(s).Annotate(
+                absl::StrCat("creating table '", table.name, "'"), s,
+                conns_->server(s).stub->CreateTable(&context, request,
+                                                    &response));
+          });
+      !s.ok()) {
+    return s;
   }
   const shardps::ConsistencyConfig& c = table.consistency;
-  const absl::Duration pull_wait =
-      c.mode() != shardps::CONSISTENCY_ASYNC
-          ? absl::Seconds(c.straggler_timeout_seconds())
-          : absl::ZeroDuration();
-  absl::MutexLock lock(&tables_mu_);
-  tables_[table.name] = absl::WrapUnique(
-      new TableInfo(RangePartition(table.num_params, n), pull_wait));
+  AddTable(table.name, table.num_params,
+           c.mode() != shardps::CONSISTENCY_ASYNC
+               ? absl::Seconds(c.straggler_timeout_seconds())
+               : absl::ZeroDuration());
   return absl::OkStatus();
+}
+
+void Client::AddTable(const std::string& name, uint64_t num_params,
+                      absl::Duration pull_wait) {
+  absl::MutexLock lock(&tables_mu_);
+  tables_[name] = std::make_unique<TableInfo>(
+      RangePartition(num_params, num_servers()), pull_wait);
 }
 
 absl::Status Client::OpenTable(const TableOptions& table,
@@ -649,8 +267,8 @@ absl::Status Client::OpenTable(const TableOptions& table,
                  found->num_shards() != static_cast<uint32_t>(n)) {
         return absl::FailedPreconditionError(absl::StrCat(
             "table '", table.name, "' on shard ", s, " at ",
-            servers_[s]->address, " has ", found->num_params(), " keys over ",
-            found->num_shards(), " shards; this worker expects ",
+            conns_->server(s).address, " has ", found->num_params(),
+            " keys over ", found->num_shards(), " shards; this worker expects ",
             table.num_params, " over ", n));
       }
     }
@@ -659,15 +277,13 @@ absl::Status Client::OpenTable(const TableOptions& table,
       return absl::DeadlineExceededError(
           absl::StrCat("table '", table.name, "' was not created within ",
                        absl::FormatDuration(timeout), ": shard ", missing,
-                       " at ", servers_[missing]->address,
+                       " at ", conns_->server(missing).address,
                        " still has no such table (is rank 0 running?)"));
     }
     // Polling interval: short, because every rank but 0 starts here.
     absl::SleepFor(absl::Milliseconds(10));
   }
-  absl::MutexLock lock(&tables_mu_);
-  tables_[table.name] = absl::WrapUnique(
-      new TableInfo(RangePartition(table.num_params, n), absl::ZeroDuration()));
+  AddTable(table.name, table.num_params, absl::ZeroDuration());
   return absl::OkStatus();
 }
 
@@ -692,65 +308,13 @@ absl::StatusOr<Client::TableInfo*> Client::FindTable(absl::string_view table,
   return info;
 }
 
-absl::Status Client::RunBulk(bool is_push, absl::string_view table,
-                             uint64_t begin, uint64_t end, float* out,
-                             const float* grad, uint64_t clock,
-                             const PushTag& tag) {
-  absl::StatusOr<TableInfo*> info = FindTable(table, begin, end);
-  if (!info.ok()) return info.status();
-  const std::vector<ShardSlice> pieces = (*info)->partition.Split({begin, end});
-  // A pull may wait on the servers for the other workers' pushes.
-  const absl::Duration timeout =
-      options_.rpc_timeout +
-      (is_push ? absl::ZeroDuration() : (*info)->pull_wait);
-  if (pieces.empty()) return absl::OkStatus();
-  // Chunks sit on a global grid of chunk_floats keys; they are ordered
-  // round-robin over the shards so that every shard starts at once.
-  const uint64_t chunk_floats = options_.chunk_bytes / sizeof(float);
-  std::vector<std::vector<BulkOp::Chunk>> per_shard(pieces.size());
-  size_t longest = 0;
-  for (size_t p = 0; p < pieces.size(); ++p) {
-    const ShardSlice& piece = pieces[p];
-    int channel = 0;
-    for (uint64_t at = piece.keys.begin; at < piece.keys.end;) {
-      const uint64_t stop =
-          std::min(piece.keys.end, (at / chunk_floats + 1) * chunk_floats);
-      per_shard[p].push_back({piece.shard, channel, {at, stop}});
-      channel = (channel + 1) % options_.channels_per_server;
-      at = stop;
-    }
-    longest = std::max(longest, per_shard[p].size());
-  }
-  std::vector<BulkOp::Chunk> chunks;
-  for (size_t i = 0; i < longest; ++i) {
-    for (const auto& shard_chunks : per_shard) {
-      if (i < shard_chunks.size()) chunks.push_back(shard_chunks[i]);
-    }
-  }
-  const int window =
-      options_.max_inflight_per_server * static_cast<int>(pieces.size());
-  PooledBuffer encoded;
-  if (is_push && options_.push_encoding == shardps::ONEBIT) {
-    size_t bytes = 0;
-    for (BulkOp::Chunk& chunk : chunks) {
-      chunk.encoded_offset = bytes;
-      bytes += EncodedBytes(shardps::ONEBIT, chunk.keys.size());
-    }
-    encoded = push_buffers_.Acquire(bytes);
-    TableInfo& t = **info;
-    absl::MutexLock lock(&t.residual_mu);
-    if (t.residual.empty()) t.residual.assign(t.partition.num_params(), 0.0f);
-    for (const BulkOp::Chunk& chunk : chunks) {
-      EncodeOneBit(grad + (chunk.keys.begin - begin),
-                   &t.residual[chunk.keys.begin], chunk.keys.size(),
-                   encoded.data() + chunk.encoded_offset);
-    }
-  }
+absl::Status Client::RunRetried(
+    absl::string_view what, std::vector<Chunk> chunks,
+    absl::FunctionRef<std::shared_ptr<ChunkedOp>(std::vector<Chunk>)> make) {
+  if (chunks.empty()) return absl::OkStatus();
   // A retry sends only the chunks that have not succeeded yet.
-  return Retrying(is_push ? "push" : "pull", [&] {
-    auto op = std::make_shared<BulkOp>(*this, is_push, table, begin, out, grad,
-                                       clock, tag, window, std::move(chunks),
-                                       timeout, encoded.data());
+  return Retried(what, [&] {
+    std::shared_ptr<ChunkedOp> op = make(std::move(chunks));
     absl::Status s = op->Run();
     chunks = op->Unfinished();
     return s;
@@ -759,38 +323,37 @@ absl::Status Client::RunBulk(bool is_push, absl::string_view table,
 
 absl::Status Client::Pull(absl::string_view table, uint64_t begin, uint64_t end,
                           float* out, uint64_t clock) {
-  return RunBulk(/*is_push=*/false, table, begin, end, out, nullptr, clock,
-                 PushTag{});
+  absl::StatusOr<TableInfo*> info = FindTable(table, begin, end);
+  if (!info.ok()) return info.status();
+  std::vector<Chunk> chunks = PlanChunks((*info)->partition, {begin, end},
+                                         options_.chunk_bytes / sizeof(float),
+                                         options_.channels_per_server);
+  // A pull may wait on the servers for the other workers' pushes.
+  const OpContext context{
+      conns_.get(),
+      std::string(table),
+      begin,
+      clock,
+      options_.rpc_timeout + (*info)->pull_wait,
+      options_.max_inflight_per_server * ShardsTouched(chunks)};
+  return RunRetried("pull", std::move(chunks), [&](std::vector<Chunk> c) {
+    return std::make_shared<PullOp>(context, std::move(c), out);
+  });
 }
 
-absl::Status Client::Retrying(absl::string_view what,
-                              absl::FunctionRef<absl::Status()> call) const {
-  absl::Status s = call();
-  if (!Retryable(s) || options_.retry_give_up <= absl::ZeroDuration()) {
-    return s;
-  }
-  const absl::Time give_up = absl::Now() + options_.retry_give_up;
-  absl::Duration backoff = absl::Milliseconds(100);
-  absl::BitGen jitter;
-  for (int attempt = 1; Retryable(s); ++attempt) {
-    const absl::Time now = absl::Now();
-    if (now >= give_up) {
-      return absl::UnavailableError(absl::StrCat(
-          s.message(), "; gave up retrying the ", what, " after ", attempt,
-          " attempts over ", absl::FormatDuration(options_.retry_give_up)));
-    }
-    const absl::Duration wait =
-        std::min(backoff * absl::Uniform(jitter, 0.5, 1.5), give_up - now);
-    absl::FPrintF(
-        stderr, "shardps client: %s failed: %s; retry in %s (gives up in %s)\n",
-        what, s.message(), absl::FormatDuration(wait),
-        absl::FormatDuration(give_up - now));
-    if (options_.metrics != nullptr) options_.metrics->RecordRetry();
-    absl::SleepFor(wait);
-    backoff = std::min(backoff * 2, kMaxBackoff);
-    s = call();
-  }
-  return s;
+PushTag Client::OpenPush(float lr_scale) {
+  absl::MutexLock lock(&push_mu_);
+  PushTag tag{session_, next_sequence_++, 0, lr_scale};
+  open_pushes_.insert(tag.sequence);
+  // The oldest push still open here (this one, or an older one running on
+  // another thread): servers may forget everything below it.
+  tag.acked_below = *open_pushes_.begin();
+  return tag;
+}
+
+void Client::ClosePush(uint64_t sequence) {
+  absl::MutexLock lock(&push_mu_);
+  open_pushes_.erase(sequence);
 }
 
 absl::Status Client::Push(absl::string_view table, uint64_t begin, uint64_t end,
@@ -804,29 +367,48 @@ absl::Status Client::Push(absl::string_view table, uint64_t begin, uint64_t end,
     return absl::InvalidArgumentError(absl::StrCat(
         "learning rate scale must be finite and >= 0, got ", lr_scale));
   }
-  PushTag tag{session_, 0, 0, lr_scale};
-  {
-    absl::MutexLock lock(&push_mu_);
-    tag.sequence = next_sequence_++;
-    open_pushes_.insert(tag.sequence);
+  absl::StatusOr<TableInfo*> info = FindTable(table, begin, end);
+  if (!info.ok()) return info.status();
+  std::vector<Chunk> chunks = PlanChunks((*info)->partition, {begin, end},
+                                         options_.chunk_bytes / sizeof(float),
+                                         options_.channels_per_server);
+  PooledBuffer encoded;
+  if (options_.push_encoding == shardps::ONEBIT) {
+    size_t bytes = 0;
+    for (Chunk& chunk : chunks) {
+      chunk.encoded_offset = bytes;
+      bytes += EncodedBytes(shardps::ONEBIT, chunk.keys.size());
+    }
+    encoded = conns_->buffers().Acquire(bytes);
+    TableInfo& t = **info;
+    absl::MutexLock lock(&t.residual_mu);
+    if (t.residual.empty()) t.residual.assign(t.partition.num_params(), 0.0f);
+    for (const Chunk& chunk : chunks) {
+      ps::EncodeOneBit(grad + (chunk.keys.begin - begin),
+                       &t.residual[chunk.keys.begin], chunk.keys.size(),
+                       encoded.data() + chunk.encoded_offset);
+    }
   }
-  absl::Cleanup close = [&] {
-    absl::MutexLock lock(&push_mu_);
-    open_pushes_.erase(tag.sequence);
-  };
-  {
-    // The oldest push still open here (this one, or an older one running on
-    // another thread): servers may forget everything below it.
-    absl::MutexLock lock(&push_mu_);
-    tag.acked_below = *open_pushes_.begin();
-  }
-  return RunBulk(/*is_push=*/true, table, begin, end, nullptr, grad, clock,
-                 tag);
+  const OpContext context{
+      conns_.get(),
+      std::string(table),
+      begin,
+      clock,
+      options_.rpc_timeout,
+      options_.max_inflight_per_server * ShardsTouched(chunks)};
+  const PushTag tag = OpenPush(lr_scale);
+  absl::Status s =
+      RunRetried("push", std::move(chunks), [&](std::vector<Chunk> c) {
+        return std::make_shared<PushOp>(context, std::move(c), grad,
+                                        encoded.data(), tag);
+      });
+  ClosePush(tag.sequence);
+  return s;
 }
 
 absl::StatusOr<std::vector<shardps::StatsResponse>> Client::Stats() {
   absl::StatusOr<std::vector<shardps::StatsResponse>> result;
-  absl::Status s = Retrying("stats", [&] {
+  absl::Status s = Retried("stats", [&] {
     result = StatsOnce();
     return result.status();
   });
@@ -835,28 +417,22 @@ absl::StatusOr<std::vector<shardps::StatsResponse>> Client::Stats() {
 }
 
 absl::StatusOr<std::vector<shardps::StatsResponse>> Client::StatsOnce() {
-  const int n = num_servers();
-  std::vector<grpc::ClientContext> contexts(n);
   shardps::StatsRequest request;
   request.set_job(options_.job);
-  std::vector<shardps::StatsResponse> responses(n);
-  std::vector<grpc::Status> statuses(n);
-  absl::BlockingCounter pending(n);
-  for (int s = 0; s < n; ++s) {
-    contexts[s].set_deadline(DeadlineIn(options_.rpc_timeout));
-    Authorize(&contexts[s]);
-    servers_[s]->stub->async()->Stats(
-        &contexts[s], &request, &responses[s],
-        [&statuses, &pending, s](grpc::Status status) {
-          statuses[s] = std::move(status);
-          pending.DecrementCount();
-        });
-  }
-  pending.Wait();
-  for (int s = 0; s < n; ++s) {
-    if (!statuses[s].ok()) {
-      return servers_[s]->Annotate("stats", s, statuses[s]);
-    }
+  std::vector<shardps::StatsResponse> responses(num_servers());
+  if (absl::Status s = ForEachServer(
+          num_servers(),
+          [&](int s) {
+            grpc::ClientContext context;
+            context.set_deadline(DeadlineIn(options_.rpc_timeout));
+            conns_->Authorize(&context);
+            return conns_->server(s).Annotate(
+                "stats", s,
+                conns_->server(s).stub->Stats(&context, request,
+                                              &responses[s]));
+          });
+      !s.ok()) {
+    return s;
   }
   return responses;
 }

@@ -16,10 +16,6 @@
 #ifndef SHARDPS_PS_CLIENT_CLIENT_H_
 #define SHARDPS_PS_CLIENT_CLIENT_H_
 
-#include <grpcpp/channel.h>
-#include <grpcpp/generic/generic_stub.h>
-
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <set>
@@ -33,14 +29,20 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "proto/shardps.grpc.pb.h"
+#include "proto/shardps.pb.h"
+#include "ps/base/log.h"
 #include "ps/client/client_metrics.h"
 #include "ps/obs/trace.h"
-#include "ps/wire/buffer_pool.h"
-#include "ps/wire/range_partition.h"
 #include "ps/wire/security.h"
 
 namespace ps {
+
+// The client's internals (ps/client/connections.h, chunk_plan.h,
+// chunked_op.h, push_op.h).
+class Connections;
+class ChunkedOp;
+struct Chunk;
+struct PushTag;
 
 struct ClientOptions {
   std::vector<std::string> server_addrs;  // shard i is served by entry i
@@ -71,8 +73,10 @@ struct ClientOptions {
   // server going away causes here) with exponential backoff (100 ms
   // doubling to 1 s, +-50% jitter) until this much time has passed, logging
   // which server it waits for; 0: no retries. Pushes are safe to retry: the
-  // servers apply each push once (see Push).
+  // servers apply each push once (see Push). ps/client/retry.h.
   absl::Duration retry_give_up = absl::ZeroDuration();
+  // Retries are logged here; null: stderr. Must outlive the client.
+  LogSink* log = nullptr;
 };
 
 struct TableOptions {
@@ -93,11 +97,12 @@ class Client {
 
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
-  // Waits for calls that an earlier Pull/Push gave up on (see BulkOp in
-  // client.cc) to end; only a server that hung mid-call leaves any.
+  // Waits for calls that an earlier Pull/Push gave up on while they were
+  // stuck behind a hung server (ps/client/chunked_op.h) to end; only a
+  // server that hung mid-call leaves any.
   ~Client();
 
-  int num_servers() const { return static_cast<int>(servers_.size()); }
+  int num_servers() const;
   const ClientOptions& options() const { return options_; }
 
   // Waits until every server's health service answers SERVING; the error
@@ -106,6 +111,8 @@ class Client {
 
   // Creates the table on every server (shard i of RangePartition(P, S) on
   // server i), or finds the identical table another worker already created.
+  // A spec that no server would take (ps/wire/table_spec.h) is refused here,
+  // before anything is sent.
   absl::Status CreateTable(const TableOptions& table);
 
   // Waits until every server holds `table` as another worker (rank 0)
@@ -133,64 +140,40 @@ class Client {
 
   // Bytes of the Push requests sent and Pull responses received so far,
   // whole messages as on the wire (retries included).
-  uint64_t push_bytes() const { return push_bytes_.load(); }
-  uint64_t pull_bytes() const { return pull_bytes_.load(); }
+  uint64_t push_bytes() const;
+  uint64_t pull_bytes() const;
 
   // Each server's Stats, in shard order.
   absl::StatusOr<std::vector<shardps::StatsResponse>> Stats();
 
-  struct ServerConn;  // implementation detail, defined in client.cc
-  // Runs `call` until it is not UNAVAILABLE or options().retry_give_up
-  // has passed (see ClientOptions); `what` names it in messages.
-  absl::Status Retrying(absl::string_view what,
-                        absl::FunctionRef<absl::Status()> call) const;
-  // Adds what every call carries (the auth token) to `context`.
-  void Authorize(grpc::ClientContext* context) const;
-  class BulkOp;  // implementation detail, defined in client.cc
-
  private:
+  struct TableInfo;  // what the client knows of a table; in client.cc
+
+  Client(ClientOptions options, uint64_t session);
   absl::Status CreateTableOnce(const TableOptions& table);
   absl::StatusOr<std::vector<shardps::StatsResponse>> StatsOnce();
   // Polls server `s`'s health service until it serves or `deadline`.
   absl::Status WaitServer(int s, absl::Time deadline);
-  Client(ClientOptions options, uint64_t session);
-  // What the client knows of a table it created or opened.
-  struct TableInfo {
-    TableInfo(RangePartition partition, absl::Duration pull_wait)
-        : partition(std::move(partition)), pull_wait(pull_wait) {}
-    const RangePartition partition;
-    const absl::Duration pull_wait;  // the longest a pull may wait
-    // ONEBIT pushes: the quantization error of every key, added to its next
-    // gradient (allocated by the first such push).
-    absl::Mutex residual_mu;
-    std::vector<float> residual ABSL_GUARDED_BY(residual_mu);
-  };
+  void AddTable(const std::string& name, uint64_t num_params,
+                absl::Duration pull_wait);
   absl::StatusOr<TableInfo*> FindTable(absl::string_view table, uint64_t begin,
                                        uint64_t end);
-
-  // What makes a push's pieces unique on the servers, and its learning
-  // rate scale (PushRequest fields).
-  struct PushTag {
-    uint64_t session = 0;
-    uint64_t sequence = 0;
-    uint64_t acked_below = 0;
-    float lr_scale = 1.0f;
-  };
-  absl::Status RunBulk(bool is_push, absl::string_view table, uint64_t begin,
-                       uint64_t end, float* out, const float* grad,
-                       uint64_t clock, const PushTag& tag);
+  // Runs the op `make` builds until its chunks all succeeded, retrying the
+  // unfinished ones (ps/client/retry.h); `what` names it in messages.
+  absl::Status RunRetried(
+      absl::string_view what, std::vector<Chunk> chunks,
+      absl::FunctionRef<std::shared_ptr<ChunkedOp>(std::vector<Chunk>)> make);
+  // Runs `call` with the client's retries; `what` names it in messages.
+  absl::Status Retried(absl::string_view what,
+                       absl::FunctionRef<absl::Status()> call);
+  // The push's session, sequence and acked_below; the push stays open (its
+  // sequence cannot be forgotten by servers) until ClosePush.
+  PushTag OpenPush(float lr_scale);
+  void ClosePush(uint64_t sequence);
 
   const ClientOptions options_;
   const uint64_t session_;  // random, non-zero; see Push
-  std::vector<std::unique_ptr<ServerConn>> servers_;
-  mutable BufferPool push_buffers_;  // thread-safe; reused across calls
-  mutable std::atomic<uint64_t> push_bytes_{0};
-  mutable std::atomic<uint64_t> pull_bytes_{0};
-
-  void AddStragglers(int n) const;
-  void StragglerDone() const;
-  mutable absl::Mutex stragglers_mu_;
-  mutable int stragglers_ ABSL_GUARDED_BY(stragglers_mu_) = 0;
+  std::unique_ptr<Connections> conns_;
   absl::Mutex push_mu_;
   uint64_t next_sequence_ ABSL_GUARDED_BY(push_mu_) = 1;
   std::set<uint64_t> open_pushes_ ABSL_GUARDED_BY(push_mu_);  // sequences

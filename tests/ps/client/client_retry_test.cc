@@ -107,6 +107,39 @@ TEST(ClientRetryTest, APushWaitsForARestoredServerAndAppliesOnce) {
   EXPECT_EQ(values, std::vector<float>(256, 3.0f));  // 5 - 1 - 1
 }
 
+TEST(ClientRetryTest, ARetryResendsOnlyTheUnfinishedChunks) {
+  // Server A is down when a push starts; B is up. B's chunks succeed in the
+  // first attempts and must not be sent again by the retries that wait for
+  // A: B gets exactly its own 8 chunk calls, and A, once restored, its 8.
+  testutil::ScopedTempDir dir;
+  std::unique_ptr<Server> a = Serve(0, dir.path());
+  std::unique_ptr<Server> b = Serve(0);
+  const int a_port = a->port();
+  // 1024 keys: 512 per shard, in 64-key (256-byte) chunks.
+  std::unique_ptr<Client> client =
+      Connect({a->address(), b->address()}, absl::Seconds(30), 256);
+  ASSERT_TRUE(client->CreateTable(testutil::ConstantTable(1024, 0.0f)).ok());
+  a.reset();  // down, after its last checkpoint
+  std::thread restart([&] {
+    // The outage the client has to ride out.
+    absl::SleepFor(absl::Seconds(1));
+    a = Serve(a_port, dir.path());
+  });
+  std::vector<float> grad(1024, 1.0f);
+  absl::Status pushed = client->Push("w", 0, 1024, grad.data());
+  restart.join();
+  ASSERT_TRUE(pushed.ok()) << pushed;
+  absl::StatusOr<std::vector<shardps::StatsResponse>> stats = client->Stats();
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  for (int s = 0; s < 2; ++s) {
+    EXPECT_EQ((*stats)[s].push_requests(), 8u) << "server " << s;
+    EXPECT_EQ((*stats)[s].duplicate_pushes(), 0u) << "server " << s;
+  }
+  std::vector<float> values(1024);
+  ASSERT_TRUE(client->Pull("w", 0, 1024, values.data()).ok());
+  EXPECT_EQ(values, std::vector<float>(1024, -1.0f));
+}
+
 // Integer-valued gradients sum exactly in float32, so any push applied twice
 // (or lost) shows in the final values.
 TEST(ClientRetryTest, RetryStormAppliesEveryPushExactlyOnce) {

@@ -1,0 +1,168 @@
+#include "ps/client/chunked_op.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "ps/client/client.h"
+
+namespace ps {
+namespace {
+
+constexpr char kPullMethod[] = "/shardps.ParameterServer/Pull";
+constexpr char kPushMethod[] = "/shardps.ParameterServer/Push";
+
+}  // namespace
+
+std::vector<Chunk> ChunkedOp::Unfinished() {
+  absl::MutexLock lock(&mu_);
+  std::vector<Chunk> out;
+  for (size_t i = 0; i < chunks_.size(); ++i) {
+    if (!succeeded_[i]) out.push_back(chunks_[i]);
+  }
+  return out;
+}
+
+absl::Status ChunkedOp::Run() {
+  calls_.resize(chunks_.size());
+  deadlines_.resize(chunks_.size());
+  started_.resize(chunks_.size());
+  std::vector<size_t> launch;
+  {
+    absl::MutexLock lock(&mu_);
+    finished_.assign(chunks_.size(), false);
+    succeeded_.assign(chunks_.size(), false);
+    TakeLaunchesLocked(&launch);
+  }
+  for (size_t i : launch) Launch(i);
+  absl::MutexLock lock(&mu_);
+  const absl::Condition finished(this, &ChunkedOp::FinishedLocked);
+  while (!mu_.AwaitWithDeadline(finished, latest_deadline_ + kStragglerGrace)) {
+    if (absl::Now() >= latest_deadline_ + kStragglerGrace) {
+      AbandonLocked();
+      break;
+    }
+  }
+  return error_;
+}
+
+bool ChunkedOp::FinishedLocked() const {
+  return inflight_ == 0 && callbacks_busy_ == 0 &&
+         (next_ == chunks_.size() || !error_.ok());
+}
+
+void ChunkedOp::AbandonLocked() {
+  abandoned_ = true;
+  for (size_t i = 0; i < next_; ++i) {
+    if (!finished_[i] && error_.ok()) {
+      const Chunk& chunk = chunks_[i];
+      error_ = absl::DeadlineExceededError(absl::StrCat(
+          Describe(chunk), " on shard ", chunk.shard, " at ",
+          context_.conns->server(chunk.shard).address,
+          ": no answer within the deadline (the server stopped reading)"));
+    }
+  }
+  // Callbacks already past the abandoned_ check may still be writing to
+  // the caller's buffer or launching calls; let them finish first. Then the
+  // calls still in flight become the connections' abandoned calls.
+  mu_.Await(absl::Condition(
+      +[](int* busy) { return *busy == 0; }, &callbacks_busy_));
+  context_.conns->AddAbandoned(inflight_);
+}
+
+void ChunkedOp::TakeLaunchesLocked(std::vector<size_t>* launch) {
+  while (error_.ok() && next_ < chunks_.size() && inflight_ < context_.window) {
+    const absl::Time deadline = absl::Now() + context_.timeout;
+    deadlines_[next_] = deadline;
+    latest_deadline_ = std::max(latest_deadline_, deadline);
+    launch->push_back(next_++);
+    ++inflight_;
+  }
+}
+
+std::string ChunkedOp::Describe(const Chunk& chunk) const {
+  return absl::StrCat(is_push() ? "push" : "pull", " of '", context_.table,
+                      "' keys [", chunk.keys.begin, ", ", chunk.keys.end, ")");
+}
+
+void ChunkedOp::Launch(size_t index) {
+  const Chunk& chunk = chunks_[index];
+  ServerConn& server = context_.conns->server(chunk.shard);
+  calls_[index] = std::make_unique<Call>();
+  started_[index] = absl::Now();
+  Call& call = *calls_[index];
+  call.context.set_deadline(absl::ToChronoTime(deadlines_[index]));
+  context_.conns->Authorize(&call.context);
+  EncodeRequest(chunk, &call.request);
+  // The callback owns a reference: a call outliving Run() keeps its
+  // context alive. gRPC holds its own reference to the call while it runs
+  // the callback, so the op (and its contexts) may be freed from there.
+  server.bulk_stubs[chunk.channel]->UnaryCall(
+      &call.context, is_push() ? kPushMethod : kPullMethod, grpc::StubOptions(),
+      &call.request, &call.response,
+      [self = shared_from_this(), index](grpc::Status status) {
+        self->OnDone(index, status);
+      });
+}
+
+absl::Status ChunkedOp::Outcome(size_t index, const grpc::Status& status) {
+  const Chunk& chunk = chunks_[index];
+  const ClientOptions& options = context_.conns->options();
+  const Call& call = *calls_[index];
+  const absl::Time now = absl::Now();
+  if (options.tracer != nullptr) {
+    options.tracer->Record(is_push() ? "push_rpc" : "pull_rpc", "client",
+                           started_[index], now, "shard", chunk.shard);
+  }
+  if (options.metrics != nullptr) {
+    options.metrics->RecordCall(is_push(), chunk.shard, status.ok(),
+                                call.request.Length(), call.response.Length(),
+                                now - started_[index]);
+  }
+  const ServerConn& server = context_.conns->server(chunk.shard);
+  if (!status.ok())
+    return server.Annotate(Describe(chunk), chunk.shard, status);
+  absl::Status taken = TakeReply(chunk, call.response);
+  if (!taken.ok()) return server.Annotate(Describe(chunk), chunk.shard, taken);
+  return absl::OkStatus();
+}
+
+// Each call's context is destroyed here, in its own completion callback
+// (gRPC keeps its own reference to the call meanwhile), while the Client
+// is known to be alive: a context holds a channel reference, and the last
+// reference to a channel must not be dropped on one of gRPC's callback
+// threads, which the channel's teardown joins.
+void ChunkedOp::OnDone(size_t index, const grpc::Status& status) {
+  bool abandoned;
+  {
+    absl::MutexLock lock(&mu_);
+    abandoned = abandoned_;
+    if (abandoned) {
+      --inflight_;
+    } else {
+      ++callbacks_busy_;
+    }
+  }
+  if (abandoned) {
+    // Run() has returned: the caller's buffers may be gone; the
+    // connections wait for their abandoned calls before they close.
+    calls_[index].reset();
+    context_.conns->AbandonedDone();
+    return;
+  }
+  const absl::Status result = Outcome(index, status);
+  calls_[index].reset();
+  std::vector<size_t> launch;
+  {
+    absl::MutexLock lock(&mu_);
+    --inflight_;
+    finished_[index] = true;
+    succeeded_[index] = result.ok();
+    if (!result.ok() && error_.ok()) error_ = result;
+    TakeLaunchesLocked(&launch);
+  }
+  for (size_t i : launch) Launch(i);
+  absl::MutexLock lock(&mu_);
+  --callbacks_busy_;
+}
+
+}  // namespace ps

@@ -1,0 +1,60 @@
+#include "ps/client/pull_op.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "proto/shardps.pb.h"
+#include "ps/client/client.h"
+#include "ps/wire/value_codec.h"
+#include "ps/wire/wire_codec.h"
+
+namespace ps {
+namespace {
+
+constexpr int kPullValuesField = shardps::PullResponse::kValuesFieldNumber;
+
+}  // namespace
+
+void PullOp::EncodeRequest(const Chunk& chunk, grpc::ByteBuffer* request) {
+  shardps::PullRequest pull;
+  FillHeader(chunk, &pull);
+  pull.set_encoding(context_.conns->options().pull_encoding);
+  *request = SerializeSmallMessage(pull);
+}
+
+absl::Status PullOp::TakeReply(const Chunk& chunk,
+                               const grpc::ByteBuffer& reply) {
+  context_.conns->CountPullBytes(reply.Length());
+  SplitMessage split;
+  if (absl::Status s = SplitBulkField(reply, kPullValuesField, &split);
+      !s.ok()) {
+    return s;
+  }
+  size_t got = 0;
+  for (absl::string_view piece : split.bulk) got += piece.size();
+  const shardps::ValueEncoding encoding =
+      context_.conns->options().pull_encoding;
+  const size_t n = chunk.keys.size();
+  const size_t want = EncodedBytes(encoding, n);
+  if (got != want) {
+    return absl::DataLossError(absl::StrCat("server sent ", got, " bytes of ",
+                                            EncodingName(encoding),
+                                            " values, expected ", want));
+  }
+  float* out = out_ + (chunk.keys.begin - context_.base_key);
+  if (encoding == shardps::FLOAT32) {
+    char* dst = reinterpret_cast<char*>(out);
+    for (absl::string_view piece : split.bulk) {
+      std::memcpy(dst, piece.data(), piece.size());
+      dst += piece.size();
+    }
+    return absl::OkStatus();
+  }
+  // The 16-bit decoders read one contiguous run.
+  PooledBuffer gathered;
+  const absl::string_view in =
+      Contiguous(split.bulk, context_.conns->buffers(), &gathered);
+  return DecodeValues(encoding, in.data(), n, out);
+}
+
+}  // namespace ps

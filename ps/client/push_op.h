@@ -1,0 +1,53 @@
+// Internal to ps::Client: a Push's chunk calls (ps/client/chunked_op.h).
+// Each chunk's gradient is encoded once into a reused buffer that gRPC sends
+// from, with the message header written just in front of it.
+//
+// Thread-safety: as ChunkedOp.
+#ifndef SHARDPS_PS_CLIENT_PUSH_OP_H_
+#define SHARDPS_PS_CLIENT_PUSH_OP_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "ps/client/chunked_op.h"
+
+namespace ps {
+
+// What makes a push's pieces unique on the servers, and its learning rate
+// scale (PushRequest fields).
+struct PushTag {
+  uint64_t session = 0;
+  uint64_t sequence = 0;
+  uint64_t acked_below = 0;
+  float lr_scale = 1.0f;
+};
+
+class PushOp final : public ChunkedOp {
+ public:
+  // The gradient of keys [base_key, ...) of context.table is grad[0, ...).
+  // ONEBIT pushes send `encoded` instead, every chunk's encoding at its
+  // chunk's encoded_offset (encoded once, before the first attempt: the
+  // encoding updates the residual, so a retry must send the same bytes).
+  PushOp(OpContext context, std::vector<Chunk> chunks, const float* grad,
+         const char* encoded, const PushTag& tag)
+      : ChunkedOp(std::move(context), std::move(chunks)),
+        grad_(grad),
+        encoded_(encoded),
+        tag_(tag) {}
+
+ private:
+  bool is_push() const override { return true; }
+  void EncodeRequest(const Chunk& chunk, grpc::ByteBuffer* request) override;
+  absl::Status TakeReply(const Chunk& chunk,
+                         const grpc::ByteBuffer& reply) override {
+    return absl::OkStatus();
+  }
+
+  const float* const grad_;
+  const char* const encoded_;
+  const PushTag tag_;
+};
+
+}  // namespace ps
+
+#endif  // SHARDPS_PS_CLIENT_PUSH_OP_H_
