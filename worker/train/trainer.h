@@ -2,9 +2,13 @@
 // apply its gradients with the table's optimizer. Each step pulls every
 // parameter (all shards in parallel), runs forward/backward on the next batch
 // and pushes the gradient; the servers apply it on arrival. Writes
-// RUN_DIR/metrics-<rank>.csv (per-step phase times and loss), keeps a
-// checkpoint of its position so that a restarted worker can rejoin, and reports
-// a summary.
+// RUN_DIR/metrics-<rank>.csv (per-step phase times and loss,
+// worker/train/step_log.h), keeps a checkpoint of its position so that a
+// restarted worker can rejoin (worker/train/position.h), and reports a
+// summary.
+//
+// Thread-safety: Train and Evaluate run on the calling thread; the loader
+// reads on threads of its own.
 #ifndef SHARDPS_WORKER_TRAIN_TRAINER_H_
 #define SHARDPS_WORKER_TRAIN_TRAINER_H_
 
@@ -14,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "proto/summary.pb.h"
+#include "ps/base/log.h"
 #include "ps/client/client.h"
 #include "ps/obs/trace.h"
 #include "worker/train/worker_metrics.h"
@@ -67,6 +72,9 @@ struct TrainerOptions {
   // position; the steps since it are done again) instead of from the start.
   // Without a checkpoint the worker starts at the beginning.
   bool resume = false;
+  // Where the trainer says what it resumed from; null: stderr. Progress
+  // lines go to stderr (rewritten in place on a terminal).
+  ps::LogSink* log = nullptr;
 };
 
 // Trains and returns this worker's summary (proto/summary.proto).

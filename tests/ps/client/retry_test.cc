@@ -8,26 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
+#include "log_util.h"
 
 namespace ps {
 namespace {
 
-class RecordingLog : public LogSink {
- public:
-  void Write(absl::string_view line) override {
-    absl::MutexLock lock(&mu_);
-    lines_.emplace_back(line);
-  }
-  std::vector<std::string> lines() {
-    absl::MutexLock lock(&mu_);
-    return lines_;
-  }
-
- private:
-  absl::Mutex mu_;
-  std::vector<std::string> lines_;
-};
+using testutil::RecordingLog;
 
 // A call that fails with `errors` in turn, then succeeds.
 class Script {

@@ -1,0 +1,41 @@
+// A LogSink that keeps what it is given, for tests of what a component
+// reports.
+#ifndef SHARDPS_TESTS_LOG_UTIL_H_
+#define SHARDPS_TESTS_LOG_UTIL_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/synchronization/mutex.h"
+#include "ps/base/log.h"
+
+namespace testutil {
+
+class RecordingLog : public ps::LogSink {
+ public:
+  void Write(absl::string_view line) override {
+    absl::MutexLock lock(&mu_);
+    lines_.emplace_back(line);
+  }
+  std::vector<std::string> lines() {
+    absl::MutexLock lock(&mu_);
+    return lines_;
+  }
+  // Whether some line contains `text`.
+  bool Has(absl::string_view text) {
+    absl::MutexLock lock(&mu_);
+    for (const std::string& l : lines_) {
+      if (absl::StrContains(l, text)) return true;
+    }
+    return false;
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::vector<std::string> lines_;
+};
+
+}  // namespace testutil
+
+#endif  // SHARDPS_TESTS_LOG_UTIL_H_
