@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "proto/summary.pb.h"
+#include "ps/wire/security.h"
 #include "worker/launch/host_slot.h"
 
 namespace worker {
@@ -38,6 +39,10 @@ struct LaunchOptions {
   // The job's token file, given to every server and worker
   // (--auth_token_file); empty: none.
   std::string auth_token_file;
+  // The client side's TLS files (ps/wire/security.h): the launcher's own
+  // health checks and statistics use them, and every worker gets them
+  // (--tls_ca, --tls_cert, --tls_key). The servers' own go in server_args.
+  ps::TlsFiles tls;
   std::vector<HostSlot> server_hosts;        // one per server
   std::vector<HostSlot> worker_hosts;        // one per worker
   std::map<std::string, std::string> links;  // recorded in the summary
@@ -56,14 +61,6 @@ struct LaunchOptions {
   // Between progress updates; on a terminal the line is rewritten in place.
   absl::Duration progress_every = absl::Seconds(1);
 };
-
-// When a worker's step ended (unix seconds) and how many samples it took.
-using StepEnd = std::pair<double, int>;
-
-// Samples per second of all workers together while all of them train: the
-// samples of steps ending in (latest first step, earliest last step] over
-// that window. 0 when the windows do not overlap or a worker has no steps.
-double SteadySamplesPerSecond(const std::vector<std::vector<StepEnd>>& workers);
 
 // Waits up to the given time for a stop request (Ctrl-C, SIGTERM); true if
 // one came.

@@ -74,10 +74,10 @@ absl::StatusOr<std::vector<SshHost>> ReadHostfile(const std::string& path) {
   return hosts;
 }
 
-SshPlacement PlaceOnHosts(const std::vector<SshHost>& hosts, int servers,
-                          int workers, int base_port,
-                          const std::vector<std::string>& ssh_args) {
-  SshPlacement p;
+SshSlots PlaceOnHosts(const std::vector<SshHost>& hosts, int servers,
+                      int workers, int base_port,
+                      const std::vector<std::string>& ssh_args) {
+  SshSlots p;
   const size_t n = hosts.size();
   for (int i = 0; i < servers; ++i) {
     p.servers.push_back(Slot(hosts[i % n], ssh_args));

@@ -26,7 +26,7 @@ struct SshHost {
 // are skipped. Errors name the file and line.
 absl::StatusOr<std::vector<SshHost>> ReadHostfile(const std::string& path);
 
-struct SshPlacement {
+struct SshSlots {
   std::vector<HostSlot> servers;
   std::vector<HostSlot> workers;
 };
@@ -34,9 +34,9 @@ struct SshPlacement {
 // Server i on hosts[i % H] listening on base_port + i; worker r on
 // hosts[(servers + r) % H]. `ssh_args` go to every ssh call (e.g. "-i",
 // "key", "-o", "StrictHostKeyChecking=no").
-SshPlacement PlaceOnHosts(const std::vector<SshHost>& hosts, int servers,
-                          int workers, int base_port,
-                          const std::vector<std::string>& ssh_args);
+SshSlots PlaceOnHosts(const std::vector<SshHost>& hosts, int servers,
+                      int workers, int base_port,
+                      const std::vector<std::string>& ssh_args);
 
 // `arg` quoted for a POSIX shell.
 std::string ShellQuote(absl::string_view arg);

@@ -28,6 +28,7 @@
 #include "ps/base/program.h"
 #include "ps/base/server_process.h"
 #include "test_util.h"
+#include "worker/launch/run_record.h"
 
 namespace worker {
 namespace {

@@ -36,7 +36,7 @@ TEST(SshClusterTest, HostfileLinesAndErrors) {
 
 TEST(SshClusterTest, PlacementIsRoundRobinWithOnePortPerServer) {
   const std::vector<SshHost> hosts = {{"a", "a", 22}, {"u@b", "b", 2200}};
-  SshPlacement p = PlaceOnHosts(hosts, 3, 2, 9000, {"-i", "k"});
+  SshSlots p = PlaceOnHosts(hosts, 3, 2, 9000, {"-i", "k"});
   ASSERT_EQ(p.servers.size(), 3u);
   ASSERT_EQ(p.workers.size(), 2u);
   EXPECT_EQ(p.servers[0].address, "a");
