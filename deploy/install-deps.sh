@@ -13,6 +13,7 @@ packages=(
   slurm-wlm munge openmpi-bin docker-compose openssh-server  # deploy tests
   clang-14 libfuzzer-14-dev  # fuzz targets (tests/fuzz)
   prometheus-cpp-dev prometheus  # --metrics_port and its scrape test
+  universal-ctags  # tests/layout: function lengths
 )
 
 # kubectl may already come from another package (e.g. Google's); Debian's

@@ -2,6 +2,8 @@
 // Debian 12 packages no CRC-32C library (Abseil's arrived after 20220623),
 // so this is the one hand-written checksum: the SSE4.2 instruction where
 // the CPU has it, a table otherwise.
+//
+// Thread-safety: pure functions.
 #ifndef SHARDPS_LOADER_CRC32C_H_
 #define SHARDPS_LOADER_CRC32C_H_
 

@@ -1,6 +1,8 @@
 // Reading gzip-compressed IDX files, the format MNIST and Fashion-MNIST ship
 // in: a big-endian magic (0x00000801 labels, 0x00000803 images), dimension
 // sizes, then unsigned bytes.
+//
+// Thread-safety: a free function without shared state.
 #ifndef SHARDPS_LOADER_IDX_FILE_H_
 #define SHARDPS_LOADER_IDX_FILE_H_
 

@@ -1,5 +1,7 @@
 // Model spec strings name a network on the command line:
 //   mlp:784-256-256-10   input width, hidden widths..., number of classes
+//
+// Thread-safety: a pure function.
 #ifndef SHARDPS_MODEL_MODEL_SPEC_H_
 #define SHARDPS_MODEL_MODEL_SPEC_H_
 

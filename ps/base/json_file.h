@@ -1,6 +1,8 @@
 // Summaries on disk: protobuf messages (proto/summary.proto) as JSON in the
 // proto3 mapping with the .proto's field names, so that Python and jq read
 // them directly.
+//
+// Thread-safety: free functions; writes of one path replace it whole.
 #ifndef SHARDPS_PS_BASE_JSON_FILE_H_
 #define SHARDPS_PS_BASE_JSON_FILE_H_
 

@@ -1,6 +1,8 @@
 // The port file is how a process that started a server on port 0 learns the
 // port it got: the server writes "PORT\n" to a temporary name and renames it
 // into place, so a reader never sees a partial file.
+//
+// Thread-safety: free functions without shared state.
 #ifndef SHARDPS_PS_BASE_PORT_FILE_H_
 #define SHARDPS_PS_BASE_PORT_FILE_H_
 

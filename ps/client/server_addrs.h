@@ -2,6 +2,8 @@
 // an explicit list "h1:p1,h2:p2" or a pattern with "{i}" plus a count
 // ("shardps-server-{i}.shardps:7070" with 4 -> servers 0..3, as a
 // Kubernetes StatefulSet names its pods).
+//
+// Thread-safety: a pure function.
 #ifndef SHARDPS_PS_CLIENT_SERVER_ADDRS_H_
 #define SHARDPS_PS_CLIENT_SERVER_ADDRS_H_
 

@@ -2,6 +2,8 @@
 // and the key itself, never on the shard layout, so a table sharded over S
 // servers starts out identical to the same table on one server: the
 // one-server baseline and the sharded runs train from the same model.
+//
+// Thread-safety: pure functions.
 #ifndef SHARDPS_PS_TABLE_INITIALIZER_H_
 #define SHARDPS_PS_TABLE_INITIALIZER_H_
 

@@ -1,6 +1,8 @@
 // The 1:1 mapping between absl::Status (used inside shardps) and grpc::Status
 // (on the wire). Both libraries number their codes after the same canonical
 // list, so the code carries over unchanged.
+//
+// Thread-safety: pure functions.
 #ifndef SHARDPS_PS_WIRE_GRPC_STATUS_H_
 #define SHARDPS_PS_WIRE_GRPC_STATUS_H_
 

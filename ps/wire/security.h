@@ -8,6 +8,8 @@
 //    servers compare it in constant time and answer UNAUTHENTICATED
 //    otherwise. Works with or without TLS (without, it is sent in clear).
 // The gRPC health service stays open, for readiness probes.
+//
+// Thread-safety: free functions without shared state.
 #ifndef SHARDPS_PS_WIRE_SECURITY_H_
 #define SHARDPS_PS_WIRE_SECURITY_H_
 

@@ -1,4 +1,6 @@
 // HostSlot: where the launcher runs one process, and how to reach it.
+//
+// Thread-safety: a plain value.
 #ifndef SHARDPS_WORKER_LAUNCH_HOST_SLOT_H_
 #define SHARDPS_WORKER_LAUNCH_HOST_SLOT_H_
 

@@ -4,6 +4,8 @@
 // output streamed back into the launcher's run directory. The binaries and
 // the run directory must be at the same paths on every host (an install
 // path and a shared file system).
+//
+// Thread-safety: free functions without shared state.
 #ifndef SHARDPS_WORKER_LAUNCH_SSH_CLUSTER_H_
 #define SHARDPS_WORKER_LAUNCH_SSH_CLUSTER_H_
 

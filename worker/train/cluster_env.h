@@ -3,6 +3,9 @@
 //   SLURM_PROCID / SLURM_NTASKS, OMPI_COMM_WORLD_RANK / OMPI_COMM_WORLD_SIZE,
 //   PMI_RANK / PMI_SIZE, JOB_COMPLETION_INDEX (Kubernetes Indexed Job; the
 //   world size then comes from the flag).
+//
+// Thread-safety: a function of its arguments and the environment it is
+// given.
 #ifndef SHARDPS_WORKER_TRAIN_CLUSTER_ENV_H_
 #define SHARDPS_WORKER_TRAIN_CLUSTER_ENV_H_
 

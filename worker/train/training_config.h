@@ -3,6 +3,8 @@
 // the consistency mode (--consistency, --straggler_timeout_s,
 // --straggler_policy); and the client's wire encodings (--compression).
 // Errors name the flag.
+//
+// Thread-safety: pure functions.
 #ifndef SHARDPS_WORKER_TRAIN_TRAINING_CONFIG_H_
 #define SHARDPS_WORKER_TRAIN_TRAINING_CONFIG_H_
 
