@@ -86,6 +86,7 @@ absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Start(
 
 void ChildProcess::Reaped(int status, const struct rusage& usage) {
   pid_ = -1;
+  exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   cpu_seconds_ = Seconds(usage.ru_utime) + Seconds(usage.ru_stime);
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
     exit_status_ = absl::OkStatus();

@@ -56,6 +56,9 @@ class ChildProcess {
 
   // How it ended, once it has (OK before that).
   const absl::Status& exit_status() const { return exit_status_; }
+  // Its exit code once it has exited; -1 before that or when a signal
+  // ended it.
+  int exit_code() const { return exit_code_; }
   // User + system CPU seconds it used, once it has ended.
   double cpu_seconds() const { return cpu_seconds_; }
 
@@ -69,6 +72,7 @@ class ChildProcess {
   pid_t pid_ = -1;
   pid_t last_pid_ = -1;
   absl::Status exit_status_;
+  int exit_code_ = -1;
   double cpu_seconds_ = 0;
 };
 

@@ -1,12 +1,9 @@
 #include "ps/base/json_file.h"
 
-#include <cstdio>
-#include <fstream>
-#include <sstream>
-
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/json_util.h"
 #include "ps/base/atomic_file.h"
+#include "ps/base/file_io.h"
 
 namespace ps {
 
@@ -35,14 +32,12 @@ absl::Status WriteJsonFile(const google::protobuf::Message& message,
 
 absl::Status ReadJsonFile(const std::string& path,
                           google::protobuf::Message* message) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  std::stringstream text;
-  text << in.rdbuf();
+  absl::StatusOr<std::string> text = ReadFileToString(path);
+  if (!text.ok()) return text.status();
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = true;
   const auto status =
-      google::protobuf::util::JsonStringToMessage(text.str(), message, options);
+      google::protobuf::util::JsonStringToMessage(*text, message, options);
   if (!status.ok()) {
     return absl::DataLossError(absl::StrCat(path, ": not a ",
                                             message->GetTypeName(), " (",

@@ -1,15 +1,10 @@
 #include "ps/base/port_file.h"
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <fstream>
-#include <sstream>
-
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "ps/base/atomic_file.h"
+#include "ps/base/file_io.h"
 
 namespace ps {
 
@@ -18,12 +13,10 @@ absl::Status WritePortFile(const std::string& path, int port) {
 }
 
 absl::StatusOr<int> ReadPortFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("no port file ", path));
-  std::stringstream text;
-  text << in.rdbuf();
+  absl::StatusOr<std::string> text = ReadFileToString(path);
+  if (!text.ok()) return text.status();
   int port = 0;
-  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(text.str()), &port) ||
+  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(*text), &port) ||
       port <= 0 || port > 65535) {
     return absl::InvalidArgumentError(
         absl::StrCat("port file ", path, " does not hold a port"));

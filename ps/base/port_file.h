@@ -16,7 +16,7 @@ namespace ps {
 absl::Status WritePortFile(const std::string& path, int port);
 
 // NOT_FOUND while the file does not exist yet; INVALID_ARGUMENT (naming the
-// file) when it does not hold a port.
+// file) when it does not hold a port; other errors name the file and why.
 absl::StatusOr<int> ReadPortFile(const std::string& path);
 
 }  // namespace ps

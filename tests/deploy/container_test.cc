@@ -19,7 +19,8 @@
 #include "absl/strings/strip.h"
 #include "proto/summary.pb.h"
 #include "ps/base/json_file.h"
-#include "test_util.h"
+#include "util/files.h"
+#include "util/processes.h"
 
 namespace {
 

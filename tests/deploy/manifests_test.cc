@@ -13,7 +13,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "test_util.h"
+#include "util/files.h"
+#include "util/processes.h"
 
 namespace {
 

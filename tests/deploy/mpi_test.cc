@@ -16,7 +16,9 @@
 #include "ps/base/json_file.h"
 #include "ps/base/program.h"
 #include "ps/base/server_process.h"
-#include "test_util.h"
+#include "util/data.h"
+#include "util/files.h"
+#include "util/processes.h"
 
 namespace {
 
@@ -92,9 +94,8 @@ TEST_F(MpiTest, AFailingWorkerFailsTheJobAndStopsTheServers) {
             std::string::npos);
   // No server of this job is left running.
   const std::string port = getenv("SHARDPS_PORT");
-  EXPECT_NE(std::system(
-                ("pgrep -f 'shardps-serve[r].*--port=" + port + " ' >/dev/null")
-                    .c_str()),
+  EXPECT_NE(testutil::Shell("pgrep -f 'shardps-serve[r].*--port=" + port + " '")
+                .first,
             0);
 }
 

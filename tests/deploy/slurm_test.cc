@@ -22,7 +22,9 @@
 #include "ps/base/json_file.h"
 #include "ps/base/program.h"
 #include "ps/base/server_process.h"
-#include "test_util.h"
+#include "util/data.h"
+#include "util/files.h"
+#include "util/processes.h"
 
 namespace {
 
@@ -54,9 +56,9 @@ class SlurmTest : public testing::Test {
     }
     ASSERT_EQ(chmod(dir_.c_str(), 0755), 0);  // munge wants a reachable socket
     const std::string key = dir_ + "/munge.key";
-    ASSERT_EQ(std::system(("head -c 1024 /dev/urandom > " + key +
-                           " && chmod 600 " + key)
-                              .c_str()),
+    ASSERT_EQ(testutil::Shell("head -c 1024 /dev/urandom > " + key +
+                              " && chmod 600 " + key)
+                  .first,
               0);
     Start("munged",
           {"/usr/sbin/munged", "-F", "-f", "--socket=" + dir_ + "/munge.socket",
@@ -103,7 +105,7 @@ class SlurmTest : public testing::Test {
     // slurmd, not our children: whatever still carries this cluster's
     // SLURM_CONF afterwards is killed.
     if (!daemons_.empty()) {
-      std::system("scancel --full --signal=KILL --partition=debug 2>/dev/null");
+      testutil::Shell("scancel --full --signal=KILL --partition=debug");
       const absl::Time deadline = absl::Now() + absl::Seconds(20);
       while (absl::Now() < deadline &&
              !Output("squeue -h 2>/dev/null").empty()) {

@@ -14,9 +14,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "launch_util.h"
 #include "ps/base/child_process.h"
-#include "test_util.h"
+#include "util/data.h"
+#include "util/files.h"
+#include "util/launch.h"
+#include "util/processes.h"
 
 namespace {
 
@@ -29,12 +31,12 @@ class SshLaunchTest : public testing::Test {
     }
     ASSERT_EQ(chmod(dir_.c_str(), 0755), 0);
     mkdir("/run/sshd", 0755);  // sshd's privilege separation directory
-    ASSERT_EQ(std::system(("ssh-keygen -q -t ed25519 -N '' -f " + dir_ +
-                           "/host_key && ssh-keygen -q -t ed25519 -N '' -f " +
-                           dir_ + "/client_key && cp " + dir_ +
-                           "/client_key.pub " + dir_ + "/authorized_keys")
-                              .c_str()),
-              0);
+    auto [code, out] =
+        testutil::Shell("ssh-keygen -q -t ed25519 -N '' -f " + dir_ +
+                        "/host_key && ssh-keygen -q -t ed25519 -N '' -f " +
+                        dir_ + "/client_key && cp " + dir_ +
+                        "/client_key.pub " + dir_ + "/authorized_keys");
+    ASSERT_EQ(code, 0) << out;
     std::string hostfile = "# two hosts: sshd on two loopback ports\n";
     for (int i = 0; i < 2; ++i) {
       const int port = testutil::FreeLoopbackPort();
@@ -83,13 +85,13 @@ class SshLaunchTest : public testing::Test {
 
   // No shardps process of this test is left on the "remote" hosts.
   void ExpectNothingLeft() {
-    EXPECT_NE(std::system(("pgrep -f 'shardps-(serve[r]|worke[r]).*" + dir_ +
-                           "' >/dev/null")
-                              .c_str()),
-              0);
-    EXPECT_NE(std::system(("pgrep -f 'shardps-serve[r].*--job=ssh" +
-                           std::to_string(getpid()) + "' >/dev/null")
-                              .c_str()),
+    EXPECT_NE(
+        testutil::Shell("pgrep -f 'shardps-(serve[r]|worke[r]).*" + dir_ + "'")
+            .first,
+        0);
+    EXPECT_NE(testutil::Shell("pgrep -f 'shardps-serve[r].*--job=ssh" +
+                              std::to_string(getpid()) + "'")
+                  .first,
               0);
   }
 

@@ -2,20 +2,16 @@
 // separate processes the way a user or a launcher starts them.
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cstdio>
-#include <fstream>
 #include <regex>
-#include <sstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "ps/base/program.h"
 #include "ps/base/server_process.h"
 #include "ps/client/client.h"
-#include "test_util.h"
+#include "util/files.h"
+#include "util/processes.h"
 
 namespace ps {
 namespace {
@@ -33,13 +29,9 @@ class BinariesTest : public testing::Test {
 
   // Runs a command, returning its exit code and everything it printed.
   static int Run(const std::string& command, std::string* output) {
-    FILE* pipe = popen(absl::StrCat(command, " 2>&1").c_str(), "r");
-    char buf[4096];
-    size_t n;
-    output->clear();
-    while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) output->append(buf, n);
-    const int status = pclose(pipe);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    auto [code, out] = testutil::Shell(command);
+    *output = out;
+    return code;
   }
 
   testutil::ScopedTempDir tmp_{"shardps-e2e"};

@@ -13,10 +13,12 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "launch_util.h"
-#include "metrics_text.h"
 #include "ps/base/child_process.h"
-#include "test_util.h"
+#include "util/data.h"
+#include "util/files.h"
+#include "util/launch.h"
+#include "util/metrics_text.h"
+#include "util/processes.h"
 
 namespace worker {
 namespace {

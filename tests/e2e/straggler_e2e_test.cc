@@ -3,39 +3,22 @@
 // naming it; with drop the other finishes alone and the servers log the
 // drop. Real shardps-server and shardps-worker processes on loopback.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "ps/base/program.h"
-#include "ps/base/server_process.h"
-#include "test_util.h"
+#include "util/data.h"
+#include "util/files.h"
+#include "util/servers.h"
+#include "util/workers.h"
 
 namespace worker {
 namespace {
 
 class StragglerTest : public testing::TestWithParam<const char*> {
  protected:
-  // Runs `command` in a shell; returns its pid.
-  static pid_t Start(const std::string& command) {
-    const pid_t pid = fork();
-    if (pid == 0) {
-      execl("/bin/sh", "sh", "-c", command.c_str(), nullptr);
-      _exit(127);
-    }
-    return pid;
-  }
-  static int ExitCode(pid_t pid) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-
   testutil::ScopedTempDir tmp_{"shardps-straggler"};
   const std::string dir_ = tmp_.path();
 };
@@ -52,20 +35,28 @@ TEST_P(StragglerTest, AWorkerThatStopsPushingDoesNotHangTheOther) {
   ASSERT_EQ(servers.size(), 2u);
   // Worker 1 stops after 5 steps (clocks 0..4) and exits; worker 0 would
   // run 2 epochs of 57 steps.
-  std::vector<pid_t> workers;
+  std::vector<std::unique_ptr<ps::ChildProcess>> workers;
   for (int rank = 0; rank < 2; ++rank) {
-    workers.push_back(Start(absl::StrCat(
-        ps::SiblingBinary("shardps-worker"), " --server_addrs=",
-        absl::StrJoin(addrs, ","), " --job=straggler --rank=", rank,
-        " --world=2 --model=mlp:32-16-4 --data=", dir_,
-        "/data --epochs=2 --batch=32 --consistency=sync"
-        " --straggler_timeout_s=1 --straggler_policy=",
-        policy, rank == 1 ? " --max_steps=5" : "", " --run_dir=", dir_,
-        "/run --progress_every=0 2>", dir_, "/worker-", rank, ".log")));
+    std::vector<std::string> flags = {"--job=straggler",
+                                      absl::StrCat("--rank=", rank),
+                                      "--world=2",
+                                      "--model=mlp:32-16-4",
+                                      "--data=" + dir_ + "/data",
+                                      "--epochs=2",
+                                      "--batch=32",
+                                      "--consistency=sync",
+                                      "--straggler_timeout_s=1",
+                                      "--straggler_policy=" + policy,
+                                      "--run_dir=" + dir_ + "/run",
+                                      "--progress_every=0"};
+    if (rank == 1) flags.push_back("--max_steps=5");
+    workers.push_back(testutil::StartWorker(
+        addrs, flags, absl::StrCat(dir_, "/worker-", rank, ".log")));
+    ASSERT_NE(workers.back(), nullptr);
   }
-  EXPECT_EQ(ExitCode(workers[1]), 0)
+  EXPECT_EQ(testutil::ExitCode(*workers[1]), 0)
       << testutil::ReadFile(dir_ + "/worker-1.log");
-  const int code = ExitCode(workers[0]);
+  const int code = testutil::ExitCode(*workers[0]);
   const std::string log = testutil::ReadFile(dir_ + "/worker-0.log");
   std::string server_logs;
   for (auto& s : servers) {

@@ -2,23 +2,19 @@
 // processes on loopback train an MLP on a synthetic data set written by
 // shardps-data, once with each loader.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <fstream>
+#include <memory>
 #include <regex>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "ps/base/program.h"
-#include "ps/base/server_process.h"
-#include "test_util.h"
+#include "util/data.h"
+#include "util/files.h"
+#include "util/servers.h"
+#include "util/workers.h"
 
 namespace worker {
 namespace {
@@ -35,38 +31,27 @@ class TrainingTest : public testing::TestWithParam<const char*> {
 };
 
 TEST_P(TrainingTest, TwoServersTwoWorkersLearn) {
-  ASSERT_EQ(std::system(absl::StrCat(ps::SiblingBinary("shardps-data"),
-                                     " synthetic --out ", dir_,
-                                     "/data --samples 8000 --features 32"
-                                     " --classes 4 --shards 4 --seed 3"
-                                     " 2>/dev/null")
-                            .c_str()),
+  ASSERT_EQ(testutil::MakeSyntheticData(
+                dir_ + "/data",
+                "--samples 8000 --features 32 --classes 4 --shards 4 --seed 3"),
             0);
   std::vector<std::string> addrs;
   std::vector<std::unique_ptr<ps::ServerProcess>> servers =
       testutil::SpawnServers(2, dir_, "e2e", &addrs);
   ASSERT_EQ(servers.size(), 2u);
-  std::vector<pid_t> workers;
+  std::vector<std::unique_ptr<ps::ChildProcess>> workers;
   for (int rank = 0; rank < 2; ++rank) {
-    const std::string command = absl::StrCat(
-        ps::SiblingBinary("shardps-worker"),
-        " --server_addrs=", absl::StrJoin(addrs, ","),
-        " --job=e2e --rank=", rank,
-        " --world=2 --model=mlp:32-64-4 --data=", dir_,
-        "/data --loader=", GetParam(),
-        " --epochs=4 --batch=32 --lr=0.1 --run_dir=", dir_,
-        "/run --progress_every=0 2>", dir_, "/worker-", rank, ".log");
-    const pid_t pid = fork();
-    if (pid == 0) {
-      execl("/bin/sh", "sh", "-c", command.c_str(), nullptr);
-      _exit(127);
-    }
-    workers.push_back(pid);
+    workers.push_back(testutil::StartWorker(
+        addrs,
+        {"--job=e2e", absl::StrCat("--rank=", rank), "--world=2",
+         "--model=mlp:32-64-4", "--data=" + dir_ + "/data",
+         absl::StrCat("--loader=", GetParam()), "--epochs=4", "--batch=32",
+         "--lr=0.1", "--run_dir=" + dir_ + "/run", "--progress_every=0"},
+        absl::StrCat(dir_, "/worker-", rank, ".log")));
+    ASSERT_NE(workers.back(), nullptr);
   }
   for (int rank = 0; rank < 2; ++rank) {
-    int status = 0;
-    waitpid(workers[rank], &status, 0);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+    EXPECT_EQ(testutil::ExitCode(*workers[rank]), 0)
         << testutil::ReadFile(absl::StrCat(dir_, "/worker-", rank, ".log"));
   }
   for (int rank = 0; rank < 2; ++rank) {

@@ -3,27 +3,26 @@
 // ride out the outage, the run finishes with the accuracy of a fault-free
 // run, and the push counts show that nothing was applied twice.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cmath>
-#include <csignal>
 #include <cstdio>
-#include <cstdlib>
+#include <filesystem>
+#include <memory>
 #include <regex>
 #include <string>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "ps/base/program.h"
 #include "ps/base/server_process.h"
 #include "ps/client/client.h"
 #include "ps/table/checkpoint.h"
-#include "test_util.h"
+#include "util/data.h"
+#include "util/files.h"
+#include "util/workers.h"
 
 namespace worker {
 namespace {
@@ -93,32 +92,38 @@ class FaultRecoveryTest : public testing::Test {
     return servers;
   }
 
-  pid_t StartWorker(const std::string& run, int rank,
-                    const std::vector<std::string>& addrs,
-                    const std::string& extra = "") {
-    // exec: the pid is the worker's own, for a kill.
-    const std::string command = absl::StrCat(
-        "exec ", ps::SiblingBinary("shardps-worker"),
-        " --server_addrs=", absl::StrJoin(addrs, ","), " --job=", kJob,
-        " --rank=", rank, " --world=2 --model=mlp:32-64-4 --data=", data_,
-        " --loader=parallel --epochs=", kEpochs,
-        " --batch=64 --lr=0.02 --seed=7 --retry_give_up_s=60 --run_dir=", run,
-        " --progress_every=0 --checkpoint_every_steps=20 ", extra, " 2>>", run,
-        "/worker-", rank, extra == "--evaluate_only" ? "-eval" : "", ".log");
-    const pid_t pid = fork();
-    if (pid == 0) {
-      execl("/bin/sh", "sh", "-c", command.c_str(), nullptr);
-      _exit(127);
-    }
-    return pid;
+  // Worker `rank` of `run`; `extra` a flag of its own (its log is then
+  // worker-RANK-FLAG.log).
+  std::unique_ptr<ps::ChildProcess> StartWorker(
+      const std::string& run, int rank, const std::vector<std::string>& addrs,
+      const std::string& extra = "") {
+    std::vector<std::string> flags = {absl::StrCat("--job=", kJob),
+                                      absl::StrCat("--rank=", rank),
+                                      "--world=2",
+                                      "--model=mlp:32-64-4",
+                                      "--data=" + data_,
+                                      "--loader=parallel",
+                                      absl::StrCat("--epochs=", kEpochs),
+                                      "--batch=64",
+                                      "--lr=0.02",
+                                      "--seed=7",
+                                      "--retry_give_up_s=60",
+                                      "--run_dir=" + run,
+                                      "--progress_every=0",
+                                      "--checkpoint_every_steps=20"};
+    if (!extra.empty()) flags.push_back(extra);
+    return testutil::StartWorker(
+        addrs, flags,
+        absl::StrCat(run, "/worker-", rank,
+                     extra.empty() ? "" : extra.substr(1), ".log"));
   }
 
-  void WaitWorkers(const std::string& run, const std::vector<pid_t>& pids) {
-    for (size_t rank = 0; rank < pids.size(); ++rank) {
-      int status = 0;
-      waitpid(pids[rank], &status, 0);
-      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-          << testutil::ReadFile(absl::StrCat(run, "/worker-", rank, ".log"));
+  // Waits for each worker to end, expecting a clean exit.
+  void WaitWorkers(
+      const std::vector<std::unique_ptr<ps::ChildProcess>>& workers) {
+    for (const auto& w : workers) {
+      ASSERT_NE(w, nullptr);
+      EXPECT_EQ(testutil::ExitCode(*w), 0) << testutil::ReadFile(w->log_path());
     }
   }
 
@@ -141,7 +146,9 @@ class FaultRecoveryTest : public testing::Test {
   // workers need not finish together).
   double FinalAccuracy(const std::string& run,
                        const std::vector<std::string>& addrs) {
-    WaitWorkers(run, {StartWorker(run, 0, addrs, "--evaluate_only")});
+    std::vector<std::unique_ptr<ps::ChildProcess>> evaluate;
+    evaluate.push_back(StartWorker(run, 0, addrs, "--evaluate_only"));
+    WaitWorkers(evaluate);
     return Field(testutil::ReadFile(run + "/evaluation.json"), "test_accuracy");
   }
 
@@ -162,23 +169,26 @@ class FaultRecoveryTest : public testing::Test {
 TEST_F(FaultRecoveryTest, KilledServerIsRestoredAndTrainingFinishes) {
   // The fault-free reference.
   const std::string clean = tmp_.path() + "/clean";
-  ASSERT_EQ(std::system(("mkdir -p " + clean).c_str()), 0);
+  ASSERT_TRUE(std::filesystem::create_directories(clean));
   std::vector<std::string> addrs;
   std::vector<std::unique_ptr<ps::ServerProcess>> servers =
       StartServers(clean, &addrs);
   ASSERT_EQ(servers.size(), 2u);
-  WaitWorkers(clean,
-              {StartWorker(clean, 0, addrs), StartWorker(clean, 1, addrs)});
+  std::vector<std::unique_ptr<ps::ChildProcess>> workers;
+  workers.push_back(StartWorker(clean, 0, addrs));
+  workers.push_back(StartWorker(clean, 1, addrs));
+  WaitWorkers(workers);
   const double clean_accuracy = FinalAccuracy(clean, addrs);
   for (auto& s : servers) EXPECT_TRUE(s->Stop().ok());
 
   // The same run, with server 1 killed after the first epochs.
   const std::string faulty = tmp_.path() + "/faulty";
-  ASSERT_EQ(std::system(("mkdir -p " + faulty).c_str()), 0);
+  ASSERT_TRUE(std::filesystem::create_directories(faulty));
   servers = StartServers(faulty, &addrs);
   ASSERT_EQ(servers.size(), 2u);
-  const std::vector<pid_t> workers = {StartWorker(faulty, 0, addrs),
-                                      StartWorker(faulty, 1, addrs)};
+  workers.clear();
+  workers.push_back(StartWorker(faulty, 0, addrs));
+  workers.push_back(StartWorker(faulty, 1, addrs));
   // Kill a third of the way in, once server 1 has a checkpoint of the table.
   const absl::Time give_up = absl::Now() + absl::Seconds(120);
   auto ready_to_kill = [&] {
@@ -207,7 +217,7 @@ TEST_F(FaultRecoveryTest, KilledServerIsRestoredAndTrainingFinishes) {
   servers[1] = StartServer(faulty, 1, port);
   ASSERT_NE(servers[1], nullptr);
   const absl::Time restored = absl::Now();
-  WaitWorkers(faulty, workers);
+  WaitWorkers(workers);
 
   // Recovery: the first step any worker finished after the restart.
   double first_after = 1e300;
@@ -285,13 +295,15 @@ TEST_F(FaultRecoveryTest, KilledServerIsRestoredAndTrainingFinishes) {
 // rejoins from its own checkpoint (epoch and position) when restarted.
 TEST_F(FaultRecoveryTest, KilledWorkerRejoinsFromItsCheckpoint) {
   const std::string run = tmp_.path() + "/rejoin";
-  ASSERT_EQ(std::system(("mkdir -p " + run).c_str()), 0);
+  ASSERT_TRUE(std::filesystem::create_directories(run));
   std::vector<std::string> addrs;
   std::vector<std::unique_ptr<ps::ServerProcess>> servers =
       StartServers(run, &addrs);
   ASSERT_EQ(servers.size(), 2u);
-  const pid_t rank0 = StartWorker(run, 0, addrs);
-  const pid_t rank1 = StartWorker(run, 1, addrs);
+  std::vector<std::unique_ptr<ps::ChildProcess>> rank0;
+  rank0.push_back(StartWorker(run, 0, addrs));
+  std::unique_ptr<ps::ChildProcess> rank1 = StartWorker(run, 1, addrs);
+  ASSERT_NE(rank1, nullptr);
   const size_t kill_after = kStepsPerEpoch * kEpochs / 3;
   const absl::Time give_up = absl::Now() + absl::Seconds(120);
   while (StepEndTimes(run + "/metrics-1.csv").size() < kill_after &&
@@ -299,21 +311,20 @@ TEST_F(FaultRecoveryTest, KilledWorkerRejoinsFromItsCheckpoint) {
     absl::SleepFor(absl::Milliseconds(10));  // polling interval
   }
   ASSERT_GE(StepEndTimes(run + "/metrics-1.csv").size(), kill_after);
-  ASSERT_EQ(kill(rank1, SIGKILL), 0);
-  int status = 0;
-  waitpid(rank1, &status, 0);
+  rank1->Kill();
   const size_t done_before = StepEndTimes(run + "/metrics-1.csv").size();
   // Rank 0 finishes on its own.
-  WaitWorkers(run, {rank0});
+  WaitWorkers(rank0);
   EXPECT_EQ(Field(testutil::ReadFile(run + "/summary-0.json"), "steps"),
             kStepsPerEpoch * kEpochs);
 
   // Rank 1 rejoins where its checkpoint says, not at the start.
-  const pid_t again = StartWorker(run, 1, addrs, "--resume");
-  int rejoined = 0;
-  waitpid(again, &rejoined, 0);
-  const std::string log = testutil::ReadFile(run + "/worker-1.log");
-  ASSERT_TRUE(WIFEXITED(rejoined) && WEXITSTATUS(rejoined) == 0) << log;
+  std::unique_ptr<ps::ChildProcess> again =
+      StartWorker(run, 1, addrs, "--resume");
+  ASSERT_NE(again, nullptr);
+  const int rejoined = testutil::ExitCode(*again);
+  const std::string log = testutil::ReadFile(again->log_path());
+  ASSERT_EQ(rejoined, 0) << log;
   EXPECT_NE(log.find("resuming from"), std::string::npos) << log;
   const std::string summary = testutil::ReadFile(run + "/summary-1.json");
   EXPECT_EQ(Field(summary, "steps"), kStepsPerEpoch * kEpochs) << summary;

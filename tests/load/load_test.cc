@@ -20,7 +20,8 @@
 #include "ps/base/program.h"
 #include "ps/base/server_process.h"
 #include "ps/client/client.h"
-#include "test_util.h"
+#include "util/files.h"
+#include "util/servers.h"
 
 namespace ps {
 namespace {

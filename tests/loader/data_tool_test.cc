@@ -1,19 +1,15 @@
 // End-to-end: the shardps-data binary writes data sets that OpenDataset
 // accepts and that decode to the source's samples.
 #include <gtest/gtest.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cstdlib>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "loader/dataset.h"
 #include "loader/idx_file.h"
 #include "ps/base/program.h"
-#include "ps/base/server_process.h"
-#include "test_util.h"
+#include "util/files.h"
+#include "util/processes.h"
 
 namespace loader {
 namespace {
@@ -23,11 +19,9 @@ constexpr char kFashionMnist[] = "/usr/share/datasets/fashion-mnist";
 class DataToolTest : public testing::Test {
  protected:
   int Run(const std::string& args) {
-    const int status =
-        std::system(absl::StrCat(ps::SiblingBinary("shardps-data"), " ", args,
-                                 " 2>/dev/null")
-                        .c_str());
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return testutil::Shell(
+               absl::StrCat(ps::SiblingBinary("shardps-data"), " ", args))
+        .first;
   }
   testutil::ScopedTempDir tmp_{"shardps-data"};
   const std::string dir_ = tmp_.path();

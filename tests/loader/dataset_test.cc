@@ -12,7 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "test_util.h"
+#include "util/files.h"
 
 namespace loader {
 namespace {

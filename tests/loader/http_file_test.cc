@@ -10,8 +10,10 @@
 #include "absl/strings/str_cat.h"
 #include "loader/loader.h"
 #include "loader/random_access_file.h"
-#include "nginx_server.h"
-#include "test_util.h"
+#include "util/data.h"
+#include "util/files.h"
+#include "util/nginx_server.h"
+#include "util/processes.h"
 
 namespace loader {
 namespace {

@@ -14,7 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
-#include "test_util.h"
+#include "util/data.h"
+#include "util/files.h"
 
 namespace loader {
 namespace {

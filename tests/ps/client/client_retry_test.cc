@@ -12,7 +12,8 @@
 #include "ps/client/client.h"
 #include "ps/server/server.h"
 #include "ps/wire/range_partition.h"
-#include "test_util.h"
+#include "util/files.h"
+#include "util/servers.h"
 
 namespace ps {
 namespace {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "ps/server/server.h"
-#include "test_util.h"
+#include "util/servers.h"
 
 namespace ps {
 namespace {

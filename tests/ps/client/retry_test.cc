@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "log_util.h"
+#include "util/log.h"
 
 namespace ps {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
-#include "test_util.h"
+#include "util/files.h"
 
 namespace ps {
 namespace {

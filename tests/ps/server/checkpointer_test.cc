@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "ps/table/checkpoint.h"
-#include "table_util.h"
-#include "test_util.h"
+#include "util/files.h"
+#include "util/table.h"
 
 namespace ps {
 namespace {

@@ -16,7 +16,7 @@
 #include "ps/client/client.h"
 #include "ps/server/server.h"
 #include "ps/table/updater.h"
-#include "test_util.h"
+#include "util/servers.h"
 
 namespace ps {
 namespace {

@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "metrics_text.h"
 #include "prometheus/counter.h"
 #include "prometheus/gauge.h"
 #include "proto/shardps.grpc.pb.h"
@@ -17,7 +16,8 @@
 #include "ps/obs/metrics_endpoint.h"
 #include "ps/server/server.h"
 #include "ps/server/server_metrics.h"
-#include "test_util.h"
+#include "util/metrics_text.h"
+#include "util/servers.h"
 
 namespace ps {
 namespace {

@@ -20,7 +20,7 @@
 #include "ps/client/client.h"
 #include "ps/server/server.h"
 #include "ps/wire/value_codec.h"
-#include "test_util.h"
+#include "util/servers.h"
 
 namespace ps {
 namespace {

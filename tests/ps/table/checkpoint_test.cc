@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "ps/table/table_registry.h"
-#include "table_util.h"
-#include "test_util.h"
+#include "util/files.h"
+#include "util/table.h"
 
 namespace ps {
 namespace {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "table_util.h"
+#include "util/table.h"
 
 namespace ps {
 namespace {

@@ -15,7 +15,9 @@
 #include "ps/base/server_process.h"
 #include "ps/client/client.h"
 #include "ps/server/server.h"
-#include "test_util.h"
+#include "util/files.h"
+#include "util/processes.h"
+#include "util/servers.h"
 
 namespace ps {
 namespace {

@@ -16,9 +16,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "launch_util.h"
-#include "nginx_server.h"
-#include "test_util.h"
+#include "util/data.h"
+#include "util/files.h"
+#include "util/launch.h"
+#include "util/nginx_server.h"
+#include "util/processes.h"
 
 namespace worker {
 namespace {

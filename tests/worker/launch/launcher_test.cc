@@ -22,12 +22,14 @@
 #include "absl/time/clock.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
-#include "launch_util.h"
 #include "ps/base/child_process.h"
 #include "ps/base/json_file.h"
 #include "ps/base/program.h"
 #include "ps/base/server_process.h"
-#include "test_util.h"
+#include "util/data.h"
+#include "util/files.h"
+#include "util/launch.h"
+#include "util/processes.h"
 #include "worker/launch/run_record.h"
 
 namespace worker {
@@ -220,22 +222,6 @@ TEST_F(LauncherTest, ReportBreaksDownEveryWorkerAndServer) {
                                         "/experiments/report.py " + dir_);
   EXPECT_NE(code, 0);
   EXPECT_NE(out.find(dir_ + "/summary.json"), std::string::npos) << out;
-}
-
-TEST(SteadySamplesPerSecondTest, CountsOnlyTheWindowWhereAllWorkersTrain) {
-  // Worker 0 steps at t = 10..20, worker 1 (starting late) at 14..24; both
-  // train in (14, 20]: worker 0's steps ending at 15..20 (6 x 8 samples)
-  // and worker 1's at 15..20 (6 x 4 samples) over 6 s.
-  std::vector<StepEnd> w0, w1;
-  for (int t = 10; t <= 20; ++t) w0.emplace_back(t, 8);
-  for (int t = 14; t <= 24; ++t) w1.emplace_back(t, 4);
-  EXPECT_DOUBLE_EQ(SteadySamplesPerSecond({w0, w1}), (6 * 8 + 6 * 4) / 6.0);
-  // One worker: its whole span after the first step.
-  EXPECT_DOUBLE_EQ(SteadySamplesPerSecond({w0}), 10 * 8 / 10.0);
-  // Windows that do not overlap, or a worker without steps: no figure.
-  std::vector<StepEnd> late = {{30, 1}, {31, 1}};
-  EXPECT_EQ(SteadySamplesPerSecond({w0, late}), 0);
-  EXPECT_EQ(SteadySamplesPerSecond({w0, {}}), 0);
 }
 
 TEST_F(LauncherTest, FailingWorkerStopsEverythingAndExitsNonZero) {

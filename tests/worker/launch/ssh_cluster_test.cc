@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "test_util.h"
+#include "util/files.h"
 
 namespace worker {
 namespace {

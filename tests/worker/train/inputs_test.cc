@@ -7,7 +7,8 @@
 #include <filesystem>
 #include <string>
 
-#include "test_util.h"
+#include "util/data.h"
+#include "util/files.h"
 
 namespace worker {
 namespace {

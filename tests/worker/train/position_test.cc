@@ -7,8 +7,8 @@
 
 #include <string>
 
-#include "log_util.h"
-#include "test_util.h"
+#include "util/files.h"
+#include "util/log.h"
 
 namespace worker {
 namespace {

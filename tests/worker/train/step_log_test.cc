@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "test_util.h"
+#include "util/files.h"
 
 namespace worker {
 namespace {

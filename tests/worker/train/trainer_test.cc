@@ -11,9 +11,11 @@
 #include <vector>
 
 #include "absl/strings/str_split.h"
-#include "log_util.h"
 #include "ps/client/client.h"
-#include "test_util.h"
+#include "util/data.h"
+#include "util/files.h"
+#include "util/log.h"
+#include "util/servers.h"
 
 namespace worker {
 namespace {

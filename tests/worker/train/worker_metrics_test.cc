@@ -8,10 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "metrics_text.h"
 #include "ps/client/client.h"
 #include "ps/client/client_metrics.h"
-#include "test_util.h"
+#include "util/data.h"
+#include "util/files.h"
+#include "util/metrics_text.h"
+#include "util/servers.h"
 #include "worker/train/trainer.h"
 
 namespace worker {

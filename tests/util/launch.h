@@ -1,6 +1,6 @@
 // Helpers for tests that run shardps-launch as a process.
-#ifndef SHARDPS_TESTS_LAUNCH_UTIL_H_
-#define SHARDPS_TESTS_LAUNCH_UTIL_H_
+#ifndef SHARDPS_TESTS_UTIL_LAUNCH_H_
+#define SHARDPS_TESTS_UTIL_LAUNCH_H_
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -12,25 +12,18 @@
 
 #include "absl/time/clock.h"
 #include "proto/summary.pb.h"
-#include "ps/base/child_process.h"
 #include "ps/base/json_file.h"
 #include "ps/base/program.h"
-#include "ps/base/server_process.h"
+#include "util/processes.h"
 
 namespace testutil {
-
-inline bool Alive(pid_t pid) {
-  return pid > 0 && (kill(pid, 0) == 0 || errno != ESRCH);
-}
 
 // Starts shardps-launch with `args`, its output into `log`.
 inline std::unique_ptr<ps::ChildProcess> StartLaunch(
     const std::vector<std::string>& args, const std::string& log) {
   std::vector<std::string> argv = {ps::SiblingBinary("shardps-launch")};
   argv.insert(argv.end(), args.begin(), args.end());
-  auto p = ps::ChildProcess::Start("shardps-launch", argv, log);
-  EXPECT_TRUE(p.ok()) << p.status();
-  return p.ok() ? *std::move(p) : nullptr;
+  return StartProcess("shardps-launch", argv, log);
 }
 
 // Runs shardps-launch to the end (at most `limit`); its exit status.
@@ -61,4 +54,4 @@ inline void ExpectNoProcessLeft(const shardps::RunSummary& s) {
 
 }  // namespace testutil
 
-#endif  // SHARDPS_TESTS_LAUNCH_UTIL_H_
+#endif  // SHARDPS_TESTS_UTIL_LAUNCH_H_

@@ -1,7 +1,7 @@
 // Helpers for tests of one server's tables (ps/table): specs and pushes as
 // the service would make them.
-#ifndef SHARDPS_TESTS_TABLE_UTIL_H_
-#define SHARDPS_TESTS_TABLE_UTIL_H_
+#ifndef SHARDPS_TESTS_UTIL_TABLE_H_
+#define SHARDPS_TESTS_UTIL_TABLE_H_
 
 #include <gtest/gtest.h>
 
@@ -78,4 +78,4 @@ inline shardps::TableStats StatsOf(const ps::Table* table) {
 
 }  // namespace testutil
 
-#endif  // SHARDPS_TESTS_TABLE_UTIL_H_
+#endif  // SHARDPS_TESTS_UTIL_TABLE_H_

@@ -1,7 +1,7 @@
 // Reading Prometheus metrics in tests: fetching an endpoint's page over
 // HTTP and picking one series' value out of the text format.
-#ifndef SHARDPS_TESTS_METRICS_TEXT_H_
-#define SHARDPS_TESTS_METRICS_TEXT_H_
+#ifndef SHARDPS_TESTS_UTIL_METRICS_TEXT_H_
+#define SHARDPS_TESTS_UTIL_METRICS_TEXT_H_
 
 #include <curl/curl.h>
 
@@ -70,4 +70,4 @@ inline std::string RegistryText(const prometheus::Registry& registry) {
 
 }  // namespace testutil
 
-#endif  // SHARDPS_TESTS_METRICS_TEXT_H_
+#endif  // SHARDPS_TESTS_UTIL_METRICS_TEXT_H_

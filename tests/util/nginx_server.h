@@ -1,18 +1,18 @@
 // NginxServer: Debian's nginx serving a directory over HTTP on a free
 // loopback port, for tests of the loader's http:// reads. Stopped (and its
 // process reaped) on destruction.
-#ifndef SHARDPS_TESTS_NGINX_SERVER_H_
-#define SHARDPS_TESTS_NGINX_SERVER_H_
+#ifndef SHARDPS_TESTS_UTIL_NGINX_SERVER_H_
+#define SHARDPS_TESTS_UTIL_NGINX_SERVER_H_
 
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include <memory>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "test_util.h"
+#include "util/files.h"
+#include "util/processes.h"
 
 namespace testutil {
 
@@ -39,28 +39,16 @@ class NginxServer {
                      prefix, ";\n  scgi_temp_path ", prefix,
                      ";\n  server { listen 127.0.0.1:", port_, "; root ", root,
                      "; }\n}\n"));
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::execl(kNginx, kNginx, "-p", prefix.c_str(), "-c",
-              (prefix + "/nginx.conf").c_str(), "-e",
-              (prefix + "/error.log").c_str(), static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
+    nginx_ = StartProcess("nginx",
+                          {kNginx, "-p", prefix, "-c", prefix + "/nginx.conf",
+                           "-e", prefix + "/error.log"},
+                          prefix + "/nginx.out");
     const absl::Time deadline = absl::Now() + absl::Seconds(10);
-    while (absl::Now() < deadline && !Connects(port_)) {
-      if (::waitpid(pid_, nullptr, WNOHANG) == pid_) {
-        pid_ = -1;
-        break;
-      }
-      absl::SleepFor(absl::Milliseconds(20));
+    while (nginx_ != nullptr && absl::Now() < deadline && !Connects(port_)) {
+      if (nginx_->Poll().has_value()) break;   // it exited
+      absl::SleepFor(absl::Milliseconds(20));  // polling interval
     }
-    started_ = pid_ > 0 && Connects(port_);
-  }
-  ~NginxServer() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      ::waitpid(pid_, nullptr, 0);
-    }
+    started_ = nginx_ != nullptr && nginx_->running() && Connects(port_);
   }
   NginxServer(const NginxServer&) = delete;
   NginxServer& operator=(const NginxServer&) = delete;
@@ -74,10 +62,10 @@ class NginxServer {
  private:
   ScopedTempDir work_{"shardps-nginx"};
   const int port_;
-  pid_t pid_ = -1;
+  std::unique_ptr<ps::ChildProcess> nginx_;  // stopped on destruction
   bool started_ = false;
 };
 
 }  // namespace testutil
 
-#endif  // SHARDPS_TESTS_NGINX_SERVER_H_
+#endif  // SHARDPS_TESTS_UTIL_NGINX_SERVER_H_

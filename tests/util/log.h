@@ -1,7 +1,7 @@
 // A LogSink that keeps what it is given, for tests of what a component
 // reports.
-#ifndef SHARDPS_TESTS_LOG_UTIL_H_
-#define SHARDPS_TESTS_LOG_UTIL_H_
+#ifndef SHARDPS_TESTS_UTIL_LOG_H_
+#define SHARDPS_TESTS_UTIL_LOG_H_
 
 #include <string>
 #include <vector>
@@ -38,4 +38,4 @@ class RecordingLog : public ps::LogSink {
 
 }  // namespace testutil
 
-#endif  // SHARDPS_TESTS_LOG_UTIL_H_
+#endif  // SHARDPS_TESTS_UTIL_LOG_H_

@@ -1,0 +1,86 @@
+// Test helpers for processes: the one way tests start a program is
+// ps::ChildProcess (its output into a log, reaped, stopped at scope exit);
+// these wrap it for running a command to its end and for a shell. Also
+// loopback ports and process liveness.
+#ifndef SHARDPS_TESTS_UTIL_PROCESSES_H_
+#define SHARDPS_TESTS_UTIL_PROCESSES_H_
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "ps/base/child_process.h"
+#include "util/files.h"
+
+namespace testutil {
+
+// Starts `argv` with its output into `log`; null (and a test failure) if it
+// cannot start.
+inline std::unique_ptr<ps::ChildProcess> StartProcess(
+    const std::string& name, const std::vector<std::string>& argv,
+    const std::string& log) {
+  absl::StatusOr<std::unique_ptr<ps::ChildProcess>> p =
+      ps::ChildProcess::Start(name, argv, log);
+  EXPECT_TRUE(p.ok()) << p.status();
+  return p.ok() ? *std::move(p) : nullptr;
+}
+
+// Runs `argv` to its end (at most `limit`, then it is killed): its exit
+// code (-1 if a signal ended it) and its output, stdout and stderr together.
+inline std::pair<int, std::string> RunCommand(
+    const std::vector<std::string>& argv,
+    absl::Duration limit = absl::Seconds(300)) {
+  ScopedTempDir dir("shardps-run");
+  const std::string log = dir.path() + "/output";
+  std::unique_ptr<ps::ChildProcess> p = StartProcess(argv[0], argv, log);
+  if (p == nullptr) return {-1, ""};
+  if (absl::IsDeadlineExceeded(p->Wait(absl::Now() + limit))) p->Kill();
+  return {p->exit_code(), ReadFile(log)};
+}
+
+// Runs `command` with /bin/sh; as RunCommand.
+inline std::pair<int, std::string> Shell(const std::string& command) {
+  return RunCommand({"/bin/sh", "-c", command});
+}
+
+inline bool Alive(pid_t pid) {
+  return pid > 0 && (kill(pid, 0) == 0 || errno != ESRCH);
+}
+
+// A port nothing listens on right now (the kernel's pick for port 0).
+inline int FreeLoopbackPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+inline bool Connects(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(port);
+  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  ::close(fd);
+  return ok;
+}
+
+}  // namespace testutil
+
+#endif  // SHARDPS_TESTS_UTIL_PROCESSES_H_
