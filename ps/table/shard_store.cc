@@ -35,16 +35,11 @@ absl::Status ShardStore::CheckKeys(KeyRange keys) const {
 absl::StatusOr<uint64_t> ShardStore::Pull(KeyRange keys, float* out) const {
   if (absl::Status s = CheckKeys(keys); !s.ok()) return s;
   const uint64_t version = this->version();
-  uint64_t at = keys.begin - range_.begin;
-  const uint64_t stop = keys.end - range_.begin;
-  while (at < stop) {
-    const uint64_t stripe = at / kStripeFloats;
-    const uint64_t stripe_end = std::min(stop, (stripe + 1) * kStripeFloats);
+  ForEachStripe(keys, [&](uint64_t stripe, uint64_t begin, uint64_t end) {
     absl::ReaderMutexLock lock(&stripes_[stripe]);
-    std::memcpy(out, &values_[at], (stripe_end - at) * sizeof(float));
-    out += stripe_end - at;
-    at = stripe_end;
-  }
+    std::memcpy(out, &values_[begin], (end - begin) * sizeof(float));
+    out += end - begin;
+  });
   return version;
 }
 
@@ -75,17 +70,13 @@ absl::Status ShardStore::CheckPush(KeyRange keys, FloatPieces& gradient) const {
 uint64_t ShardStore::ApplyChecked(KeyRange keys, FloatPieces& gradient,
                                   float lr_scale) {
   gradient.Reset();
-  uint64_t at = keys.begin - range_.begin;
-  const uint64_t stop = keys.end - range_.begin;
-  while (at < stop) {
-    const uint64_t stripe = at / kStripeFloats;
-    const uint64_t stripe_end = std::min(stop, (stripe + 1) * kStripeFloats);
+  ForEachStripe(keys, [&](uint64_t stripe, uint64_t begin, uint64_t end) {
     absl::MutexLock lock(&stripes_[stripe]);
-    gradient.ForEachRun(stripe_end - at, [&](UnalignedFloats run) {
-      updater_->Apply(at, &values_[at], run, lr_scale);
-      at += run.size();
+    gradient.ForEachRun(end - begin, [&](UnalignedFloats run) {
+      updater_->Apply(begin, &values_[begin], run, lr_scale);
+      begin += run.size();
     });
-  }
+  });
   return version_.fetch_add(1, std::memory_order_acq_rel) + 1;
 }
 

@@ -14,6 +14,7 @@
 #ifndef SHARDPS_PS_TABLE_SHARD_STORE_H_
 #define SHARDPS_PS_TABLE_SHARD_STORE_H_
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -71,6 +72,20 @@ class ShardStore {
   absl::Status CheckKeys(KeyRange keys) const;
 
  private:
+  // Calls fn(stripe, begin, end) for each stripe's part of `keys`, in key
+  // order, as offsets [begin, end) into values_; fn takes the stripe's lock.
+  template <typename Fn>
+  void ForEachStripe(KeyRange keys, Fn&& fn) const {
+    uint64_t at = keys.begin - range_.begin;
+    const uint64_t stop = keys.end - range_.begin;
+    while (at < stop) {
+      const uint64_t stripe = at / kStripeFloats;
+      const uint64_t end = std::min(stop, (stripe + 1) * kStripeFloats);
+      fn(stripe, at, end);
+      at = end;
+    }
+  }
+
   const KeyRange range_;
   const std::unique_ptr<Updater> updater_;
   std::vector<float> values_;  // values_[k - range_.begin] is key k
