@@ -25,6 +25,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "ps/client/chunk_plan.h"
+#include "ps/client/client.h"
 #include "ps/client/connections.h"
 
 namespace ps {

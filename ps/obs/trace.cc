@@ -74,7 +74,7 @@ Tracer::~Tracer() {
   }
   if (flusher_.joinable()) flusher_.join();
   if (absl::Status s = Flush(); !s.ok()) {
-    std::fprintf(stderr, "shardps: %s\n", s.ToString().c_str());
+    Log(options_.log, s.ToString());
   }
 }
 
@@ -84,7 +84,7 @@ void Tracer::FlushPeriodically() {
                                options_.flush_every)) {
     mu_.Unlock();
     if (absl::Status s = Flush(); !s.ok()) {
-      std::fprintf(stderr, "shardps: %s\n", s.ToString().c_str());
+      Log(options_.log, s.ToString());
     }
     mu_.Lock();
   }

@@ -31,6 +31,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "ps/base/log.h"
 
 namespace ps {
 
@@ -39,6 +40,9 @@ struct TraceOptions {
   std::string process_name;  // shown for the process, e.g. "worker-0"
   size_t max_events = size_t{1} << 20;             // about 40 MiB
   absl::Duration flush_every = absl::Seconds(10);  // 0: only at the end
+  // Writes that fail after Open (the periodic and the last flush) are
+  // reported here; null: stderr. Must outlive the Tracer.
+  LogSink* log = nullptr;
 };
 
 class Tracer {

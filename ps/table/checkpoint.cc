@@ -222,14 +222,12 @@ absl::Status WriteCheckpoint(const std::string& path, absl::string_view job,
   return SyncDirectoryOf(path);
 }
 
-absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoStatus(errno, "open", path);
-  absl::Cleanup close = [fd] { ::close(fd); };
-  struct stat st;
-  if (::fstat(fd, &st) != 0) return ErrnoStatus(errno, "stat", path);
-  BlockReader in(fd, path, st.st_size);
+namespace {
 
+// The magic and the header block, in today's format.
+absl::StatusOr<shardps::CheckpointHeader> ReadHeader(BlockReader& in,
+                                                     const std::string& path,
+                                                     uint64_t file_size) {
   char magic[kMagicBytes];
   if (absl::Status s = in.Raw(magic, sizeof magic); !s.ok()) return s;
   if (std::memcmp(magic, kMagic, kMagicBytes) != 0) {
@@ -237,11 +235,9 @@ absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& path) {
         absl::StrCat("checkpoint ", path, " is not a shardps checkpoint"));
   }
   std::string encoded;
-  if (absl::Status s = in.Block(st.st_size, &encoded); !s.ok()) return s;
+  if (absl::Status s = in.Block(file_size, &encoded); !s.ok()) return s;
   shardps::CheckpointHeader header;
-  if (!header.ParseFromString(encoded)) {
-    return in.Corrupt("unparsable header");
-  }
+  if (!header.ParseFromString(encoded)) return in.Corrupt("unparsable header");
   if (header.format_version() == 1) {
     if (absl::Status s = MigrateFormat1(&header); !s.ok()) {
       return in.Corrupt(s.message());
@@ -250,55 +246,84 @@ absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& path) {
     return in.Corrupt(absl::StrCat("format version ", header.format_version(),
                                    " is not ", kFormatVersion));
   }
+  return header;
+}
+
+// One array of `keys` floats, from as many blocks as it was cut into.
+absl::Status ReadArray(BlockReader& in, uint64_t keys,
+                       std::vector<float>* array) {
+  array->resize(keys);
+  char* bytes = reinterpret_cast<char*>(array->data());
+  size_t left = keys * sizeof(float);
+  while (left > 0) {
+    size_t n = 0;
+    if (absl::Status s = in.BlockInto(std::min(left, kMaxBlockBytes), &n,
+                                      [bytes](size_t) { return bytes; });
+        !s.ok()) {
+      return s;
+    }
+    if (n == 0) return in.Corrupt("empty block inside an array");
+    bytes += n;
+    left -= n;
+  }
+  return absl::OkStatus();
+}
+
+// The arrays of the table `meta` describes, into *table (with the meta).
+absl::Status ReadTable(BlockReader& in, uint64_t file_size,
+                       shardps::TableCheckpoint meta, TableSnapshot* table) {
+  const shardps::CreateTableRequest& spec = meta.spec();
+  if (spec.num_shards() < 1 || spec.num_shards() > kMaxShards ||
+      spec.shard_index() >= spec.num_shards()) {
+    return in.Corrupt(
+        absl::StrCat("table '", spec.table(), "' has an impossible shard"));
+  }
+  const uint64_t keys = RangePartition(spec.num_params(), spec.num_shards())
+                            .shard_range(spec.shard_index())
+                            .size();
+  // Every array is on disk in full, so the file size bounds the memory a
+  // damaged header can make this allocate.
+  if (meta.arrays() == 0 || keys > file_size / sizeof(float) ||
+      meta.arrays() > file_size / std::max<uint64_t>(1, keys * sizeof(float))) {
+    return in.Corrupt(absl::StrCat("table '", spec.table(), "' claims ",
+                                   meta.arrays(), " arrays of ", keys,
+                                   " floats, more than the file holds"));
+  }
+  table->arrays.resize(meta.arrays());
+  for (std::vector<float>& array : table->arrays) {
+    if (absl::Status s = ReadArray(in, keys, &array); !s.ok()) return s;
+  }
+  table->meta = std::move(meta);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus(errno, "open", path);
+  absl::Cleanup close = [fd] { ::close(fd); };
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return ErrnoStatus(errno, "stat", path);
+  const uint64_t file_size = st.st_size;
+  BlockReader in(fd, path, file_size);
+  absl::StatusOr<shardps::CheckpointHeader> header =
+      ReadHeader(in, path, file_size);
+  if (!header.ok()) return header.status();
   Checkpoint checkpoint;
-  checkpoint.job = header.job();
-  checkpoint.written = absl::FromUnixMicros(header.written_unix_micros());
-  for (shardps::TableCheckpoint& meta : *header.mutable_tables()) {
-    const shardps::CreateTableRequest& spec = meta.spec();
-    if (spec.num_shards() < 1 || spec.num_shards() > kMaxShards ||
-        spec.shard_index() >= spec.num_shards()) {
-      return in.Corrupt(
-          absl::StrCat("table '", spec.table(), "' has an impossible shard"));
+  checkpoint.job = header->job();
+  checkpoint.written = absl::FromUnixMicros(header->written_unix_micros());
+  for (shardps::TableCheckpoint& meta : *header->mutable_tables()) {
+    if (absl::Status s = ReadTable(in, file_size, std::move(meta),
+                                   &checkpoint.tables.emplace_back());
+        !s.ok()) {
+      return s;
     }
-    const uint64_t keys = RangePartition(spec.num_params(), spec.num_shards())
-                              .shard_range(spec.shard_index())
-                              .size();
-    // Every array is on disk in full, so the file size bounds the memory a
-    // damaged header can make this allocate.
-    const uint64_t file_size = st.st_size;
-    if (meta.arrays() == 0 || keys > file_size / sizeof(float) ||
-        meta.arrays() >
-            file_size / std::max<uint64_t>(1, keys * sizeof(float))) {
-      return in.Corrupt(absl::StrCat("table '", spec.table(), "' claims ",
-                                     meta.arrays(), " arrays of ", keys,
-                                     " floats, more than the file holds"));
-    }
-    TableSnapshot& table = checkpoint.tables.emplace_back();
-    table.arrays.resize(meta.arrays());
-    for (std::vector<float>& array : table.arrays) {
-      array.resize(keys);
-      char* bytes = reinterpret_cast<char*>(array.data());
-      size_t left = keys * sizeof(float);
-      while (left > 0) {
-        size_t n = 0;
-        if (absl::Status s = in.BlockInto(std::min(left, kMaxBlockBytes), &n,
-                                          [bytes](size_t) { return bytes; });
-            !s.ok()) {
-          return s;
-        }
-        if (n == 0) return in.Corrupt("empty block inside an array");
-        bytes += n;
-        left -= n;
-      }
-    }
-    table.meta = std::move(meta);
   }
   std::string end;
   if (absl::Status s = in.Block(sizeof kEndMark - 1, &end); !s.ok()) return s;
   if (end != kEndMark) return in.Corrupt("no end mark");
-  if (in.offset() != uint64_t(st.st_size)) {
-    return in.Corrupt("bytes after the end mark");
-  }
+  if (in.offset() != file_size) return in.Corrupt("bytes after the end mark");
   return checkpoint;
 }
 

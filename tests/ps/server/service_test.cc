@@ -69,6 +69,33 @@ class ServiceTest : public testing::Test {
   std::vector<std::unique_ptr<Server>> servers_;
 };
 
+TEST_F(ServiceTest, AnOlderClientsStringModeIsRefusedNotMisread) {
+  // Before the consistency mode was an enum, a client sent "sync" as a
+  // string in field 1. Read as today's message that is an unknown field
+  // and the table would silently be async; the server refuses it instead.
+  shardps::CreateTableRequest request;
+  request.set_job("test");
+  request.set_table("old");
+  request.set_num_params(64);
+  request.set_num_shards(1);
+  request.mutable_optimizer()->set_name("sgd");
+  request.mutable_optimizer()->set_learning_rate(0.1f);
+  shardps::ConsistencyConfig* c = request.mutable_consistency();
+  c->GetReflection()->MutableUnknownFields(c)->AddLengthDelimited(1, "sync");
+  grpc::ClientContext context;
+  shardps::CreateTableResponse response;
+  const grpc::Status status =
+      RawStub(0)->CreateTable(&context, request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("consistency has field number 1"),
+            std::string::npos)
+      << status.error_message();
+  absl::StatusOr<std::vector<shardps::StatsResponse>> stats =
+      Connect()->Stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ((*stats)[0].tables_size(), 0);  // nothing was created
+}
+
 TEST_F(ServiceTest, PullAndPushAcrossShardBoundaries) {
   // 64-byte chunks: every shard's piece becomes many calls in flight.
   for (size_t chunk : {size_t{64}, size_t{1} << 20}) {
