@@ -83,10 +83,10 @@ def main():
           field(15, floats([0.25, -0.5]) + b"\x5a"))
     write("service", "pull-bf16",
           b"\0" + header + field(3, 0) + field(4, 16) + field(7, 2))
-    # A sync table (ConsistencyConfig: mode, num_workers, timeout, policy)
-    # and an Adam one.
-    consistency = (field(1, "sync") + field(3, 2) + varint(4 << 3 | 1) +
-                   struct.pack("<d", 0.05) + field(5, "drop"))
+    # A sync table (ConsistencyConfig: num_workers, timeout, mode SYNC,
+    # policy DROP) and an Adam one.
+    consistency = (field(3, 2) + varint(4 << 3 | 1) +
+                   struct.pack("<d", 0.05) + field(6, 1) + field(7, 1))
     write("service", "create-sync",
           b"\2" + field(1, "fuzz") + field(2, "s") + field(3, 64) +
           field(4, 1) + field(6, optimizer) + field(9, consistency))
