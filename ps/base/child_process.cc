@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "ps/base/file_io.h"
 
 namespace ps {
 namespace {
@@ -51,14 +52,12 @@ absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Start(
   cargs.push_back(nullptr);
   const int log_fd =
       open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (log_fd < 0) {
-    return absl::NotFoundError(
-        absl::StrCat("cannot create ", log_path, ": ", std::strerror(errno)));
-  }
+  if (log_fd < 0) return ErrnoStatus(errno, "create", log_path);
   // fork + exec rather than posix_spawn: the child must ask for its death
   // signal itself.
   const pid_t parent = getpid();
   const pid_t pid = fork();
+  const int fork_error = errno;
   if (pid == 0) {
     prctl(PR_SET_PDEATHSIG, death_signal);
     if (getppid() != parent) _exit(127);  // the parent is already gone
@@ -75,10 +74,7 @@ absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Start(
     _exit(127);
   }
   close(log_fd);
-  if (pid < 0) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("fork: ", std::strerror(errno)));
-  }
+  if (pid < 0) return ErrnoStatus(fork_error, "fork to start", child->name());
   child->pid_ = pid;
   child->last_pid_ = pid;
   return child;
@@ -104,8 +100,7 @@ std::optional<absl::Status> ChildProcess::Poll() {
   if (r == 0) return std::nullopt;
   if (r < 0) {
     pid_ = -1;
-    exit_status_ = absl::InternalError(
-        absl::StrCat(name_, ": waitpid: ", std::strerror(errno)));
+    exit_status_ = ErrnoStatus(errno, "wait for", name_);
   } else {
     Reaped(status, usage);
   }

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "ps/base/child_process.h"
+#include "ps/base/file_io.h"
 #include "ps/base/program.h"
 #include "ps/base/server_process.h"
 
@@ -124,17 +125,11 @@ absl::Status EmulatedCluster::EnterControlHost() {
   const std::string path =
       absl::StrCat("/var/run/netns/", options_.name, "-ctl");
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
-  }
+  if (fd < 0) return ps::ErrnoStatus(errno, "open", path);
   const int r = setns(fd, CLONE_NEWNET);
   const int e = errno;
   close(fd);
-  if (r != 0) {
-    return absl::UnavailableError(absl::StrCat("cannot enter the control host ",
-                                               path, ": ", std::strerror(e)));
-  }
+  if (r != 0) return ps::ErrnoStatus(e, "enter the control host", path);
   return absl::OkStatus();
 }
 
