@@ -41,8 +41,11 @@ absl::StatusOr<std::unique_ptr<Placement>> MakePlacement(
     if (name == kind) return make();
     kinds.push_back(name);
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("--cluster=", kind, " is not ", absl::StrJoin(kinds, ", ")));
+  const absl::string_view last = kinds.back();
+  kinds.pop_back();
+  return absl::InvalidArgumentError(absl::StrCat("--cluster=", kind, " is not ",
+                                                 absl::StrJoin(kinds, ", "),
+                                                 " or ", last));
 }
 
 }  // namespace worker

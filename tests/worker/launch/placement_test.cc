@@ -14,7 +14,7 @@ namespace {
 TEST(PlacementTest, AnUnknownKindNamesTheKindsThereAre) {
   absl::Status s = MakePlacement("kubernetes").status();
   EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
-  EXPECT_EQ(s.message(), "--cluster=kubernetes is not local, emulated, ssh");
+  EXPECT_EQ(s.message(), "--cluster=kubernetes is not local, emulated or ssh");
 }
 
 TEST(PlacementTest, LocalPutsEveryProcessOnLoopback) {
