@@ -18,6 +18,7 @@
 #include "util/files.h"
 #include "util/processes.h"
 #include "util/servers.h"
+#include "util/tls.h"
 
 namespace ps {
 namespace {
@@ -34,22 +35,11 @@ TEST(ConstantTimeEqualsTest, ComparesWholeStrings) {
 class SecurityTest : public testing::Test {
  protected:
   void SetUp() override {
-    if (testutil::Shell("command -v openssl").first != 0) {
+    if (!testutil::HaveOpenssl()) {
       GTEST_SKIP() << "openssl missing: cannot make test certificates";
     }
-    const std::string d = dir_.path();
-    testutil::WriteFile(d + "/server.ext",
-                        "subjectAltName=IP:127.0.0.1,DNS:localhost\n");
-    testutil::WriteFile(d + "/client.ext", "extendedKeyUsage=clientAuth\n");
-    const std::string ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1";
-    auto [code, out] = testutil::Shell(absl::StrCat(
-        "cd ", d, " && for ca in ca other; do openssl req -x509 ", ec,
-        " -nodes -keyout $ca.key -out $ca.pem -days 2 -subj /CN=$ca; done",
-        " && for who in server client; do openssl req ", ec,
-        " -nodes -keyout $who.key -out $who.csr -subj /CN=$who && openssl x509",
-        " -req -in $who.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out",
-        " $who.pem -days 2 -extfile $who.ext; done"));
-    ASSERT_EQ(code, 0) << out;
+    absl::Status made = testutil::MakeTestCertificates(dir_.path());
+    ASSERT_TRUE(made.ok()) << made;
   }
 
   std::string File(const std::string& name) const {

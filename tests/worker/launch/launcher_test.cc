@@ -30,6 +30,7 @@
 #include "util/files.h"
 #include "util/launch.h"
 #include "util/processes.h"
+#include "util/tls.h"
 #include "worker/launch/run_record.h"
 
 namespace worker {
@@ -95,6 +96,36 @@ TEST_F(LauncherTest, LocalRunWritesACompleteSummary) {
   }
   EXPECT_EQ(sum.worker_args(0), "--model=mlp:16-8-3");
   testutil::ExpectNoProcessLeft(sum);
+}
+
+TEST_F(LauncherTest, AMutualTlsRunRecordsEveryServer) {
+  // Servers serve mutual TLS (--server_flags); the launcher's --tls_* are
+  // the client side's: its own health checks and statistics and every
+  // worker's.
+  if (!testutil::HaveOpenssl()) GTEST_SKIP() << "openssl missing";
+  ASSERT_TRUE(testutil::MakeTestCertificates(dir_).ok());
+  const std::string run = dir_ + "/tls";
+  absl::Status s = Launch(
+      {"--servers=2", "--workers=2", "--run_dir=" + run,
+       "--data=" + dir_ + "/data",
+       absl::StrCat("--server_flags=--tls_cert=", dir_,
+                    "/server.pem --tls_key=", dir_,
+                    "/server.key --tls_ca=", dir_, "/ca.pem"),
+       "--tls_ca=" + dir_ + "/ca.pem", "--tls_cert=" + dir_ + "/client.pem",
+       "--tls_key=" + dir_ + "/client.key", "--", "--model=mlp:16-8-3",
+       "--batch=32", "--max_steps=10"});
+  ASSERT_TRUE(s.ok()) << s << testutil::ReadFile(dir_ + "/launch.log");
+  const shardps::RunSummary sum = testutil::ReadRunSummary(run);
+  ASSERT_TRUE(sum.ok()) << sum.error();
+  ASSERT_EQ(sum.per_server_size(), 2);
+  for (const shardps::ServerSummary& server : sum.per_server()) {
+    uint64_t pushes = 0;
+    for (const shardps::MethodStats& m : server.methods()) {
+      if (m.method() == "Push") pushes = m.requests();
+    }
+    EXPECT_EQ(pushes, 20u);  // 2 workers x 10 steps, over TLS
+  }
+  EXPECT_GT(sum.final_test_accuracy(), 0);  // the evaluation got through too
 }
 
 TEST_F(LauncherTest, SyncRunKeepsEveryWorkerOnTheSameClock) {
