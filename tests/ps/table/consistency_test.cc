@@ -7,22 +7,10 @@
 #include <vector>
 
 #include "absl/synchronization/notification.h"
+#include "util/configs.h"
 
 namespace ps {
 namespace {
-
-shardps::ConsistencyConfig Config(
-    shardps::ConsistencyMode mode, uint32_t workers, uint32_t staleness = 0,
-    double timeout_s = 600,
-    shardps::StragglerPolicy policy = shardps::STRAGGLER_FAIL) {
-  shardps::ConsistencyConfig c;
-  c.set_mode(mode);
-  c.set_num_workers(workers);
-  c.set_staleness(staleness);
-  c.set_straggler_timeout_seconds(timeout_s);
-  c.set_straggler_policy(policy);
-  return c;
-}
 
 // A shard of keys [100, 110) holding zeros, plain SGD with lr 1 (so a value
 // is minus the sum of what was applied to it), behind a Consistency.
@@ -80,7 +68,7 @@ TEST(ConsistencyTest, AsyncAppliesOnArrivalAndNeverWaits) {
 }
 
 TEST(ConsistencyTest, SyncAppliesTheAverageOnceEveryWorkerPushedTheClock) {
-  Shard shard(Config(shardps::CONSISTENCY_SYNC, 3));
+  Shard shard(testutil::Consistency(shardps::CONSISTENCY_SYNC, 3));
   PullProbe first;
   shard.consistency.Pull(0, 0, first.Continuation());
   EXPECT_TRUE(first.done.HasBeenNotified());  // clock 0 never waits
@@ -104,7 +92,7 @@ TEST(ConsistencyTest, SyncAppliesTheAverageOnceEveryWorkerPushedTheClock) {
 }
 
 TEST(ConsistencyTest, SyncAppliesTheClocksLearningRateScale) {
-  Shard shard(Config(shardps::CONSISTENCY_SYNC, 2));
+  Shard shard(testutil::Consistency(shardps::CONSISTENCY_SYNC, 2));
   auto push = [&](uint32_t worker, float value, float lr_scale) {
     std::vector<float> grad(10, value);
     const absl::string_view bytes(reinterpret_cast<const char*>(grad.data()),
@@ -119,7 +107,7 @@ TEST(ConsistencyTest, SyncAppliesTheClocksLearningRateScale) {
 }
 
 TEST(ConsistencyTest, SyncRefusesPushesOutOfOrderOrTwiceAndChangesNothing) {
-  Shard shard(Config(shardps::CONSISTENCY_SYNC, 2));
+  Shard shard(testutil::Consistency(shardps::CONSISTENCY_SYNC, 2));
   ASSERT_TRUE(shard.Push(0, 0, {100, 105}, 1.0f).ok());
   auto refused = [&](absl::StatusOr<uint64_t> r, const std::string& says) {
     EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition)
@@ -142,7 +130,7 @@ TEST(ConsistencyTest, SyncRefusesPushesOutOfOrderOrTwiceAndChangesNothing) {
 
 TEST(ConsistencyTest, SspLetsAWorkerRunExactlyStalenessClocksAhead) {
   // K = 2, two workers; worker 1 pushes nothing at first.
-  Shard shard(Config(shardps::CONSISTENCY_SSP, 2, 2));
+  Shard shard(testutil::Consistency(shardps::CONSISTENCY_SSP, 2, 2));
   for (uint64_t c = 0; c < 2; ++c) {
     PullProbe pull;
     shard.consistency.Pull(0, c, pull.Continuation());
@@ -167,8 +155,8 @@ TEST(ConsistencyTest, SspLetsAWorkerRunExactlyStalenessClocksAhead) {
 }
 
 TEST(ConsistencyTest, AStragglerIsDroppedAfterTheTimeoutAndLogged) {
-  Shard shard(
-      Config(shardps::CONSISTENCY_SYNC, 2, 0, 0.2, shardps::STRAGGLER_DROP));
+  Shard shard(testutil::Consistency(shardps::CONSISTENCY_SYNC, 2, 0, 0.2,
+                                    shardps::STRAGGLER_DROP));
   ASSERT_TRUE(shard.PushAll(0, 0, 4.0f).ok());
   PullProbe pull;
   const absl::Time start = absl::Now();
@@ -188,8 +176,8 @@ TEST(ConsistencyTest, AStragglerIsDroppedAfterTheTimeoutAndLogged) {
 }
 
 TEST(ConsistencyTest, AStragglerFailsTheJobWhenThePolicySaysSo) {
-  Shard shard(
-      Config(shardps::CONSISTENCY_SSP, 3, 1, 0.2, shardps::STRAGGLER_FAIL));
+  Shard shard(testutil::Consistency(shardps::CONSISTENCY_SSP, 3, 1, 0.2,
+                                    shardps::STRAGGLER_FAIL));
   ASSERT_TRUE(shard.PushAll(0, 0, 1.0f).ok());
   ASSERT_TRUE(shard.PushAll(2, 0, 1.0f).ok());
   PullProbe pull;
@@ -207,7 +195,7 @@ TEST(ConsistencyTest, AStragglerFailsTheJobWhenThePolicySaysSo) {
 }
 
 TEST(ConsistencyTest, CloseEndsWaitingPulls) {
-  Shard shard(Config(shardps::CONSISTENCY_SYNC, 2));
+  Shard shard(testutil::Consistency(shardps::CONSISTENCY_SYNC, 2));
   PullProbe pull;
   shard.consistency.Pull(1, 1, pull.Continuation());
   EXPECT_FALSE(pull.done.HasBeenNotified());

@@ -6,37 +6,15 @@
 #include <string>
 #include <vector>
 
+#include "util/configs.h"
+
 namespace ps {
 namespace {
 
-shardps::OptimizerConfig Config(const std::string& name, float lr) {
-  shardps::OptimizerConfig c;
-  c.set_name(name);
-  c.set_learning_rate(lr);
-  return c;
-}
-
-shardps::OptimizerConfig Momentum(float lr, float mu, bool nesterov) {
-  shardps::OptimizerConfig c = Config("momentum", lr);
-  c.set_momentum(mu);
-  c.set_nesterov(nesterov);
-  return c;
-}
-
-shardps::OptimizerConfig Adagrad(float lr, float eps, float initial) {
-  shardps::OptimizerConfig c = Config("adagrad", lr);
-  c.set_epsilon(eps);
-  c.set_initial_accumulator(initial);
-  return c;
-}
-
-shardps::OptimizerConfig Adam(float lr, float b1, float b2, float eps) {
-  shardps::OptimizerConfig c = Config("adam", lr);
-  c.set_beta1(b1);
-  c.set_beta2(b2);
-  c.set_epsilon(eps);
-  return c;
-}
+using testutil::Adagrad;
+using testutil::Adam;
+using testutil::Momentum;
+using testutil::Optimizer;
 
 // Applies the one-key gradients in turn to a weight starting at 1.
 std::vector<float> OneKeyTrajectory(const shardps::OptimizerConfig& c,
@@ -63,7 +41,8 @@ void ExpectNear(const std::vector<float>& got, const std::vector<double>& want,
 // Worked by hand from the update rules in proto/shardps.proto, weight 1,
 // gradients 1, 2, 3 (Adam: 1, -2, 3).
 TEST(UpdaterTest, SgdByHand) {
-  ExpectNear(OneKeyTrajectory(Config("sgd", 0.1f), {1, 2, 3}), {0.9, 0.7, 0.4});
+  ExpectNear(OneKeyTrajectory(Optimizer("sgd", 0.1f), {1, 2, 3}),
+             {0.9, 0.7, 0.4});
 }
 
 TEST(UpdaterTest, MomentumByHand) {
@@ -160,7 +139,7 @@ void CheckAgainstReference(const shardps::OptimizerConfig& c) {
 }
 
 TEST(UpdaterTest, EveryRuleMatchesADoubleReferenceOverManySteps) {
-  CheckAgainstReference(Config("sgd", 0.05f));
+  CheckAgainstReference(Optimizer("sgd", 0.05f));
   CheckAgainstReference(Momentum(0.01f, 0.9f, false));
   CheckAgainstReference(Momentum(0.01f, 0.9f, true));
   CheckAgainstReference(Adagrad(0.05f, 1e-6f, 0.1f));
