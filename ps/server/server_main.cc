@@ -107,8 +107,8 @@ absl::Status ReadStateFlags(ps::ServerOptions* o) {
   const double every = absl::GetFlag(FLAGS_checkpoint_every);
   const double drops = absl::GetFlag(FLAGS_inject_reply_drops);
   if (!(every >= 0)) return OutOfRange("checkpoint_every", every, "[0, inf)");
-  if (!(drops >= 0 && drops < 1)) {
-    return OutOfRange("inject_reply_drops", drops, "[0, 1)");
+  if (!(drops >= 0 && drops <= 1)) {
+    return OutOfRange("inject_reply_drops", drops, "[0, 1]");
   }
   o->checkpoint.dir = absl::GetFlag(FLAGS_checkpoint_dir);
   o->checkpoint.every = absl::Seconds(every);
