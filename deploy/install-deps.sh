@@ -14,6 +14,7 @@ packages=(
   clang-14 libfuzzer-14-dev  # fuzz targets (tests/fuzz)
   prometheus-cpp-dev prometheus  # --metrics_port and its scrape test
   universal-ctags  # tests/layout: function lengths
+  strace  # tests/fault: crash points inside a checkpoint write
 )
 
 # kubectl may already come from another package (e.g. Google's); Debian's

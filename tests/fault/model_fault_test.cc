@@ -48,8 +48,8 @@ constexpr char kJob[] = "model";
 
 // What each shard holds: the push ids it applied, in order.
 struct Model {
-  std::vector<std::vector<int>> applied = std::vector<std::vector<int>>(
-      kServers);
+  std::vector<std::vector<int>> applied =
+      std::vector<std::vector<int>>(kServers);
 };
 
 class FaultCluster {
@@ -152,7 +152,8 @@ class ModelFaultTest : public testing::TestWithParam<uint32_t> {
     }
     checker_ = Connect(cluster_->Addresses(), 99);
     ASSERT_TRUE(clients_[0]->CreateTable(Table()).ok());
-    for (auto& c : clients_) ASSERT_TRUE(c->OpenTable(Table(), absl::Seconds(10)).ok());
+    for (auto& c : clients_)
+      ASSERT_TRUE(c->OpenTable(Table(), absl::Seconds(10)).ok());
     ASSERT_TRUE(checker_->OpenTable(Table(), absl::Seconds(10)).ok());
     // Every server has the table in a checkpoint before anything is killed
     // (a server restarted without one would not know the table).
@@ -209,8 +210,8 @@ class ModelFaultTest : public testing::TestWithParam<uint32_t> {
     if (!HasPush(held, k) && values[s * kShardKeys + k] == -1.0f) {
       held.push_back(k);  // applied (again or first) after the restart
     }
-    std::printf("  killed server %d during push %d: restored version %lu\n",
-                s, k, v);
+    std::printf("  killed server %d during push %d: restored version %lu\n", s,
+                k, v);
   }
 
   // Server s applies push k but every reply is lost; once its checkpoint
