@@ -59,7 +59,8 @@ class FaultCluster {
     for (int s = 0; s < kServers; ++s) {
       ports_.push_back(0);
       servers_.push_back(nullptr);
-      EXPECT_TRUE(Start(s).ok());
+      const absl::Status started = Start(s);
+      EXPECT_TRUE(started.ok()) << started;
     }
   }
 
@@ -182,7 +183,10 @@ class ModelFaultTest : public testing::TestWithParam<uint32_t> {
     const uint64_t v = cluster_->CheckpointVersion(s);
     ASSERT_LE(v, model_.applied[s].size());
     model_.applied[s].resize(v);
-    ASSERT_TRUE(cluster_->Start(s).ok());
+    {
+      const absl::Status st = cluster_->Start(s);
+      ASSERT_TRUE(st.ok()) << st;
+    }
     std::printf("  killed server %d: restored version %lu\n", s, v);
   }
 
@@ -195,7 +199,10 @@ class ModelFaultTest : public testing::TestWithParam<uint32_t> {
     absl::SleepFor(absl::Microseconds(random_() % 200000));
     cluster_->Kill(s);
     const uint64_t v = cluster_->CheckpointVersion(s);
-    ASSERT_TRUE(cluster_->Start(s).ok());
+    {
+      const absl::Status st = cluster_->Start(s);
+      ASSERT_TRUE(st.ok()) << st;
+    }
     push.join();
     for (int t = 0; t < kServers; ++t) {
       if (t != s) model_.applied[t].push_back(k);
@@ -219,8 +226,14 @@ class ModelFaultTest : public testing::TestWithParam<uint32_t> {
   // be acknowledged as the duplicate it is (the ledger came back with the
   // checkpoint), not applied again.
   void LoseReplyThenKill(int s, int k) {
-    ASSERT_TRUE(cluster_->Term(s).ok());
-    ASSERT_TRUE(cluster_->Start(s, /*lose_replies=*/true).ok());
+    {
+      const absl::Status st = cluster_->Term(s);
+      ASSERT_TRUE(st.ok()) << st;
+    }
+    {
+      const absl::Status st = cluster_->Start(s, /*lose_replies=*/true);
+      ASSERT_TRUE(st.ok()) << st;
+    }
     const uint64_t want = model_.applied[s].size() + 1;
     Client* client = clients_[random_() % kClients].get();
     std::thread push([client, k] { PushWith(*client, k); });
@@ -230,7 +243,10 @@ class ModelFaultTest : public testing::TestWithParam<uint32_t> {
     }
     ASSERT_EQ(cluster_->CheckpointVersion(s), want);
     cluster_->Kill(s);
-    ASSERT_TRUE(cluster_->Start(s).ok());
+    {
+      const absl::Status st = cluster_->Start(s);
+      ASSERT_TRUE(st.ok()) << st;
+    }
     push.join();
     for (auto& held : model_.applied) held.push_back(k);
   }
@@ -288,8 +304,14 @@ TEST_P(ModelFaultTest, EveryShardHoldsExactlyWhatWasAcknowledged) {
       KillAndRestart(s);
       what = absl::StrCat("SIGKILL of server ", s);
     } else if (roll < 77) {
-      ASSERT_TRUE(cluster_->Term(s).ok());
-      ASSERT_TRUE(cluster_->Start(s).ok());  // restores everything
+      {
+        const absl::Status st = cluster_->Term(s);
+        ASSERT_TRUE(st.ok()) << st;
+      }
+      {
+        const absl::Status st = cluster_->Start(s);
+        ASSERT_TRUE(st.ok()) << st;
+      }  // restores everything
       what = absl::StrCat("SIGTERM of server ", s);
     } else if (roll < 88) {
       KillDuringPush(s, next_push++);
