@@ -14,8 +14,12 @@ build: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
 
+# In CI (CI=true) a skipped test fails the run (tests/ci/check_skips.py).
 test: build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) \
+	    --output-junit $(abspath $(BUILD))/ctest-junit.xml
+	@if [ "$$CI" = true ]; then \
+	    python3 tests/ci/check_skips.py $(BUILD)/ctest-junit.xml; fi
 
 # The main job: the A/B on the emulated cluster (baseline --servers=1
 # --loader=sequential against the fix --servers=4 --loader=parallel at

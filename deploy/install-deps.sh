@@ -15,6 +15,7 @@ packages=(
   prometheus-cpp-dev prometheus  # --metrics_port and its scrape test
   universal-ctags  # tests/layout: function lengths
   strace  # tests/fault: crash points inside a checkpoint write
+  openssl  # test certificates for the TLS tests
 )
 
 # kubectl may already come from another package (e.g. Google's); Debian's
