@@ -4,6 +4,7 @@
 // and changes nothing.
 #include "ps/wire/security.h"
 
+#include <grpcpp/create_channel.h>
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -153,6 +154,67 @@ TEST_F(SecurityTest, IncompleteOrBadTlsFilesAreClearErrors) {
   testutil::WriteFile(File("token"), "  tok3n \n");
   EXPECT_EQ(*ReadTokenFile(File("token")), "tok3n");
   EXPECT_EQ(*ReadTokenFile(""), "");  // no token asked for
+}
+
+// Every method checks the token, each in its own handler: a pull or push
+// without it (from a client written from the proto alone) is refused and
+// changes nothing; the health service stays open for readiness probes.
+TEST(TokenTest, EveryMethodRefusesAMissingTokenAndChangesNothing) {
+  ServerOptions so;
+  so.host = "127.0.0.1";
+  so.job = "secure";
+  so.auth_token = "s3cret";
+  absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(so);
+  ASSERT_TRUE(server.ok()) << server.status();
+  ClientOptions co;
+  co.server_addrs = {(*server)->address()};
+  co.job = "secure";
+  co.auth_token = "s3cret";
+  std::unique_ptr<Client> owner = *Client::Connect(co);
+  ASSERT_TRUE(owner->CreateTable(testutil::ConstantTable(64, 2.0f)).ok());
+  std::vector<float> ones(64, 1.0f), values(64);
+  ASSERT_TRUE(owner->Push("w", 0, 64, ones.data()).ok());  // version 1
+
+  auto stub = shardps::ParameterServer::NewStub(grpc::CreateChannel(
+      (*server)->address(), grpc::InsecureChannelCredentials()));
+  for (const char* token : {"", "Bearer guess"}) {
+    SCOPED_TRACE(token);
+    auto call = [&](grpc::ClientContext* context) {
+      if (*token != '\0') context->AddMetadata("authorization", token);
+    };
+    shardps::PushRequest push;
+    push.set_job("secure");
+    push.set_table("w");
+    push.set_begin(0);
+    push.set_end(64);
+    push.set_gradient(std::string(reinterpret_cast<const char*>(ones.data()),
+                                  64 * sizeof(float)));
+    grpc::ClientContext push_context;
+    call(&push_context);
+    shardps::PushResponse pushed;
+    EXPECT_EQ(stub->Push(&push_context, push, &pushed).error_code(),
+              grpc::StatusCode::UNAUTHENTICATED);
+    shardps::PullRequest pull;
+    pull.set_job("secure");
+    pull.set_table("w");
+    pull.set_begin(0);
+    pull.set_end(64);
+    grpc::ClientContext pull_context;
+    call(&pull_context);
+    shardps::PullResponse pulled;
+    const grpc::Status refused = stub->Pull(&pull_context, pull, &pulled);
+    EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+    EXPECT_TRUE(pulled.values().empty());
+  }
+  // Nothing changed: the owner sees version 1 and 2 - 1 everywhere.
+  ASSERT_TRUE(owner->Pull("w", 0, 64, values.data()).ok());
+  EXPECT_EQ(values, std::vector<float>(64, 1.0f));
+  absl::StatusOr<std::vector<shardps::StatsResponse>> stats = owner->Stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ((*stats)[0].tables(0).version(), 1u);
+  // Readiness needs no token.
+  co.auth_token = "";
+  EXPECT_TRUE((*Client::Connect(co))->WaitReady(absl::Seconds(10)).ok());
 }
 
 TEST(LimitsTest, OversizedRequestIsResourceExhaustedAndChangesNothing) {
