@@ -17,6 +17,7 @@
 #include "ps/base/file_io.h"
 #include "ps/base/program.h"
 #include "ps/base/server_process.h"
+#include "ps/obs/percentile.h"
 
 namespace ps {
 namespace {
@@ -26,13 +27,6 @@ struct PhaseResult {
   double p50_ms = 0;
   double p99_ms = 0;
 };
-
-double Percentile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t i = std::min(v.size() - 1, static_cast<size_t>(q * v.size()));
-  return v[i];
-}
 
 using Clients = std::vector<std::unique_ptr<Client>>;
 

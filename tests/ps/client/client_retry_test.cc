@@ -8,11 +8,13 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "ps/client/client.h"
 #include "ps/server/server.h"
 #include "ps/wire/range_partition.h"
 #include "util/files.h"
+#include "util/log.h"
 #include "util/servers.h"
 
 namespace ps {
@@ -34,8 +36,9 @@ std::unique_ptr<Server> Serve(int port, const std::string& checkpoint_dir = "",
 std::unique_ptr<Client> Connect(std::vector<std::string> addresses,
                                 absl::Duration give_up,
                                 size_t chunk_bytes = 1 << 20,
-                                uint32_t worker = 0) {
+                                uint32_t worker = 0, LogSink* log = nullptr) {
   ClientOptions o;
+  o.log = log;
   o.worker = worker;
   o.server_addrs = std::move(addresses);
   o.chunk_bytes = chunk_bytes;
@@ -51,19 +54,20 @@ TEST(ClientRetryTest, StatsWaitsForARestartedServer) {
   std::unique_ptr<Server> server = Serve(0);
   const int port = server->port();
   const std::string address = server->address();
-  std::unique_ptr<Client> client = Connect({address}, absl::Seconds(30));
+  testutil::RecordingLog log;
+  std::unique_ptr<Client> client =
+      Connect({address}, absl::Seconds(30), 1 << 20, 0, &log);
   ASSERT_TRUE(client->Stats().ok());
   server.reset();  // down
-  const absl::Time down = absl::Now();
   std::thread restart([&] {
-    // The outage the client has to ride out.
-    absl::SleepFor(absl::Seconds(1));
+    // Back only once the client has found it down and is waiting.
+    EXPECT_TRUE(log.AwaitLine(address, absl::Seconds(20)));
     server = Serve(port);
   });
   absl::StatusOr<std::vector<shardps::StatsResponse>> stats = client->Stats();
   restart.join();
   EXPECT_TRUE(stats.ok()) << stats.status();
-  EXPECT_GE(absl::Now() - down, absl::Seconds(1));
+  EXPECT_TRUE(log.Has("retry in")) << absl::StrJoin(log.lines(), "\n");
 }
 
 TEST(ClientRetryTest, GivesUpAfterTheLimitNamingTheServer) {
@@ -87,15 +91,17 @@ TEST(ClientRetryTest, APushWaitsForARestoredServerAndAppliesOnce) {
   testutil::ScopedTempDir dir;
   std::unique_ptr<Server> server = Serve(0, dir.path());
   const int port = server->port();
+  const std::string address = server->address();
+  testutil::RecordingLog log;
   std::unique_ptr<Client> client =
-      Connect({server->address()}, absl::Seconds(30));
+      Connect({address}, absl::Seconds(30), 1 << 20, 0, &log);
   ASSERT_TRUE(client->CreateTable(Table()).ok());
   std::vector<float> grad(256, 1.0f);
   ASSERT_TRUE(client->Push("w", 0, 256, grad.data()).ok());
   server.reset();  // down, after its last checkpoint
   std::thread restart([&] {
-    // The outage the client has to ride out.
-    absl::SleepFor(absl::Seconds(1));
+    // Back only once the push has found it down and is waiting.
+    EXPECT_TRUE(log.AwaitLine(address, absl::Seconds(20)));
     server = Serve(port, dir.path());
   });
   absl::Status pushed = client->Push("w", 0, 256, grad.data());
@@ -116,14 +122,16 @@ TEST(ClientRetryTest, ARetryResendsOnlyTheUnfinishedChunks) {
   std::unique_ptr<Server> a = Serve(0, dir.path());
   std::unique_ptr<Server> b = Serve(0);
   const int a_port = a->port();
+  const std::string a_address = a->address();
+  testutil::RecordingLog log;
   // 1024 keys: 512 per shard, in 64-key (256-byte) chunks.
   std::unique_ptr<Client> client =
-      Connect({a->address(), b->address()}, absl::Seconds(30), 256);
+      Connect({a_address, b->address()}, absl::Seconds(30), 256, 0, &log);
   ASSERT_TRUE(client->CreateTable(testutil::ConstantTable(1024, 0.0f)).ok());
   a.reset();  // down, after its last checkpoint
   std::thread restart([&] {
-    // The outage the client has to ride out.
-    absl::SleepFor(absl::Seconds(1));
+    // Back only once the push has found it down and is waiting.
+    EXPECT_TRUE(log.AwaitLine(a_address, absl::Seconds(20)));
     a = Serve(a_port, dir.path());
   });
   std::vector<float> grad(1024, 1.0f);

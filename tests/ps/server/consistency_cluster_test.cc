@@ -170,7 +170,9 @@ TEST_F(ConsistencyClusterTest, SspNeverExceedsTheBoundAndFastWorkersUseIt) {
     std::vector<float> counts;  // per worker, per shard: 2 * kWorkers
   };
   absl::Mutex mu;
-  std::vector<Observation> seen;
+  std::vector<Observation> seen;                   // guarded by mu
+  std::vector<int64_t> last_pulled(kWorkers, -1);  // guarded by mu
+  constexpr int kSlow = kWorkers - 1;
   std::vector<std::thread> threads;
   for (int w = 0; w < kWorkers; ++w) {
     threads.emplace_back([&, w] {
@@ -187,10 +189,29 @@ TEST_F(ConsistencyClusterTest, SspNeverExceedsTheBoundAndFastWorkersUseIt) {
         {
           absl::MutexLock lock(&mu);
           seen.push_back(std::move(o));
+          last_pulled[w] = static_cast<int64_t>(c);
+          if (w == kSlow) {
+            // The slow worker pushes clock c only once every fast worker
+            // has pulled the last clock the bound lets it reach while the
+            // slow worker has pushed clocks 0..c-1, which is c+K-1: an
+            // event, so the fast workers use the whole bound however the
+            // threads are scheduled (a server holding them back sooner
+            // times out here).
+            const int64_t reach =
+                std::min<int64_t>(c + kStaleness - 1, kClocks - 1);
+            auto fast_reached = [&] {
+              mu.AssertHeld();
+              for (int v = 0; v < kSlow; ++v) {
+                if (last_pulled[v] < reach) return false;
+              }
+              return true;
+            };
+            ASSERT_TRUE(mu.AwaitWithTimeout(absl::Condition(&fast_reached),
+                                            absl::Seconds(30)))
+                << "the fast workers never pulled clock " << reach
+                << " while the slow worker had pushed " << c << " clocks";
+          }
         }
-        // DELIBERATE SLOWDOWN of the last worker (test only): it computes
-        // four times longer per step than the others.
-        absl::SleepFor(absl::Milliseconds(w == kWorkers - 1 ? 20 : 5));
         ASSERT_TRUE(clients[w]->Push("ssp", 0, kKeys, grad.data(), c).ok());
       }
     });

@@ -490,13 +490,31 @@ TEST_F(ServiceTest, OpenTableWaitsForTheCreatorAndChecksTheShape) {
   std::vector<float> out(1000);
   EXPECT_EQ(other->Pull("w", 0, 1000, out.data()).code(),
             absl::StatusCode::kNotFound);
-  // Created while the other waits.
-  std::thread create([&] {
-    absl::SleepFor(absl::Milliseconds(300));
-    ASSERT_TRUE(creator->CreateTable(Table("w", 1000, 1.0f, 4.0f)).ok());
-  });
-  absl::Status opened = other->OpenTable(Table("w", 1000), absl::Seconds(10));
-  create.join();
+  // Created while the other waits: once server 0 has answered two of the
+  // waiting client's polls (its Stats calls, less this test's own), the
+  // other client has looked, found nothing and is waiting.
+  std::unique_ptr<shardps::ParameterServer::Stub> stub = RawStub(0);
+  auto stats_calls = [&]() -> uint64_t {
+    grpc::ClientContext context;
+    shardps::StatsRequest request;
+    request.set_job("test");
+    shardps::StatsResponse response;
+    EXPECT_TRUE(stub->Stats(&context, request, &response).ok());
+    for (const shardps::MethodStats& m : response.methods()) {
+      if (m.method() == "Stats") return m.requests();
+    }
+    ADD_FAILURE() << "no Stats entry in " << response.ShortDebugString();
+    return 0;
+  };
+  const uint64_t before = stats_calls();
+  absl::Status opened;
+  std::thread open(
+      [&] { opened = other->OpenTable(Table("w", 1000), absl::Seconds(30)); });
+  for (uint64_t mine = 1; stats_calls() - before - mine < 2; ++mine) {
+    absl::SleepFor(absl::Milliseconds(5));  // polling interval
+  }
+  ASSERT_TRUE(creator->CreateTable(Table("w", 1000, 1.0f, 4.0f)).ok());
+  open.join();
   ASSERT_TRUE(opened.ok()) << opened;
   ASSERT_TRUE(other->Pull("w", 0, 1000, out.data()).ok());
   EXPECT_EQ(out[999], 4.0f);
