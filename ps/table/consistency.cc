@@ -164,6 +164,7 @@ absl::StatusOr<uint64_t> Consistency::Push(uint32_t worker, uint64_t clock,
       return s;
     }
     workers_[worker].claimed.push_back(keys);
+    ++workers_[worker].in_flight;
     sync_lr_scale_ = lr_scale;
   }
   uint64_t version;
@@ -183,8 +184,12 @@ absl::StatusOr<uint64_t> Consistency::Push(uint32_t worker, uint64_t clock,
   {
     absl::MutexLock lock(&mu_);
     WorkerProgress& w = workers_[worker];
-    // A worker dropped meanwhile keeps its place: its pushes count no more.
-    if (!w.dropped && w.pushed == clock) {
+    --w.in_flight;
+    if (w.dropped) {
+      // Dropped meanwhile: its piece is in its clock's sum, which may have
+      // waited for it; its place in the barrier is gone.
+      AdvanceLocked(&released);
+    } else if (w.pushed == clock) {
       w.done_keys += keys.size();
       if (w.done_keys == store_->range().size()) {
         ++w.pushed;
@@ -201,24 +206,17 @@ absl::StatusOr<uint64_t> Consistency::Push(uint32_t worker, uint64_t clock,
 
 void Consistency::AdvanceLocked(std::vector<Release>* out) {
   if (mode_ == Mode::kSync) {
-    size_t contributors = 0;
+    size_t members = 0;
     bool complete = true;
     for (const WorkerProgress& w : workers_) {
-      if (w.dropped) continue;
-      ++contributors;
+      if (w.dropped) {
+        complete = complete && w.in_flight == 0;
+        continue;
+      }
+      ++members;
       complete = complete && w.pushed > applied_;
     }
-    if (complete && contributors > 0) {
-      absl::MutexLock lock(&sum_mu_);
-      const float scale = 1.0f / static_cast<float>(contributors);
-      for (float& v : sum_) v *= scale;
-      const absl::string_view bytes(reinterpret_cast<const char*>(sum_.data()),
-                                    sum_.size() * sizeof(float));
-      FloatPieces average(absl::MakeConstSpan(&bytes, 1));
-      store_->ApplyChecked(store_->range(), average, sync_lr_scale_);
-      std::fill(sum_.begin(), sum_.end(), 0.0f);
-      ++applied_;
-    }
+    if (complete && members > 0) ApplyAverageLocked(members);
   }
   const uint64_t progress = ProgressLocked();
   auto ready = [&](const Waiter& w) { return w.need <= progress; };
@@ -227,6 +225,33 @@ void Consistency::AdvanceLocked(std::vector<Release>* out) {
   }
   waiters_.erase(std::remove_if(waiters_.begin(), waiters_.end(), ready),
                  waiters_.end());
+}
+
+void Consistency::ApplyAverageLocked(size_t members) {
+  const KeyRange range = store_->range();
+  // How many workers pushed each key: every member, plus each worker
+  // dropped during this clock for the keys it had pushed.
+  std::vector<float> pushers;
+  for (const WorkerProgress& w : workers_) {
+    if (!w.dropped || w.pushed != applied_ || w.claimed.empty()) continue;
+    if (pushers.empty()) pushers.assign(range.size(), members);
+    for (const KeyRange& r : w.claimed) {
+      for (uint64_t k = r.begin; k < r.end; ++k) pushers[k - range.begin] += 1;
+    }
+  }
+  absl::MutexLock lock(&sum_mu_);
+  if (pushers.empty()) {
+    const float scale = 1.0f / static_cast<float>(members);
+    for (float& v : sum_) v *= scale;
+  } else {
+    for (size_t i = 0; i < sum_.size(); ++i) sum_[i] /= pushers[i];
+  }
+  const absl::string_view bytes(reinterpret_cast<const char*>(sum_.data()),
+                                sum_.size() * sizeof(float));
+  FloatPieces average(absl::MakeConstSpan(&bytes, 1));
+  store_->ApplyChecked(range, average, sync_lr_scale_);
+  std::fill(sum_.begin(), sum_.end(), 0.0f);
+  ++applied_;
 }
 
 void Consistency::FailAllLocked(const absl::Status& status,

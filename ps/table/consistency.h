@@ -5,7 +5,9 @@
 //   sync (BSP): the pushes of clock t are summed; once every worker in the
 //     barrier has pushed all of its keys for clock t, their average is
 //     applied (one update, one version), and the pulls at clock t+1 waiting
-//     for it are released.
+//     for it are released. Each key is averaged over the workers that
+//     pushed it: those in the barrier, and a worker dropped during clock t
+//     for the keys it had pushed by then (its partial sums are kept).
 //   ssp:K: pushes are applied on arrival; a pull at clock c waits until
 //     every worker in the barrier has pushed all of its keys for every clock
 //     up to c-K.
@@ -109,6 +111,10 @@ class Consistency {
     uint64_t pushed = 0;            // clocks whose keys all arrived
     std::vector<KeyRange> claimed;  // keys of clock `pushed` accepted
     uint64_t done_keys = 0;         // of those, applied or summed
+    // Pushes accepted and not yet applied or summed. A sync clock is not
+    // applied while a dropped worker has one: its piece belongs to that
+    // clock's sum, not the next one's.
+    uint32_t in_flight = 0;
     bool dropped = false;
   };
 
@@ -134,6 +140,8 @@ class Consistency {
   // progress() now lets through.
   void AdvanceLocked(std::vector<Release>* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // sync: applies the average of clock applied_'s sum.
+  void ApplyAverageLocked(size_t members) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FailAllLocked(const absl::Status& status, std::vector<Release>* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The oldest waiter has waited straggler_timeout: apply the policy to the

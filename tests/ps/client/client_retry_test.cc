@@ -114,6 +114,30 @@ TEST(ClientRetryTest, APushWaitsForARestoredServerAndAppliesOnce) {
   EXPECT_EQ(values, std::vector<float>(256, 3.0f));  // 5 - 1 - 1
 }
 
+TEST(ClientRetryTest, ARestartedServerWithoutACheckpointSaysTheTableIsGone) {
+  std::unique_ptr<Server> server = Serve(0);  // no checkpoint directory
+  const int port = server->port();
+  std::unique_ptr<Client> client =
+      Connect({server->address()}, absl::Seconds(30));
+  ASSERT_TRUE(client->CreateTable(Table()).ok());
+  std::vector<float> grad(256, 1.0f);
+  ASSERT_TRUE(client->Push("w", 0, 256, grad.data()).ok());
+  server.reset();
+  server = Serve(port);  // empty: nothing to restore
+  ASSERT_NE(server, nullptr);
+  absl::Status pushed = client->Push("w", 0, 256, grad.data());
+  EXPECT_EQ(pushed.code(), absl::StatusCode::kNotFound) << pushed;
+  EXPECT_NE(pushed.message().find("'w'"), std::string::npos) << pushed;
+  std::vector<float> values(256);
+  absl::Status pulled = client->Pull("w", 0, 256, values.data());
+  EXPECT_EQ(pulled.code(), absl::StatusCode::kNotFound) << pulled;
+  EXPECT_NE(pulled.message().find("'w'"), std::string::npos) << pulled;
+  // The push was refused, not applied to a table made up on the spot.
+  absl::StatusOr<std::vector<shardps::StatsResponse>> stats = client->Stats();
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_EQ((*stats)[0].tables_size(), 0);
+}
+
 TEST(ClientRetryTest, ARetryResendsOnlyTheUnfinishedChunks) {
   // Server A is down when a push starts; B is up. B's chunks succeed in the
   // first attempts and must not be sent again by the retries that wait for

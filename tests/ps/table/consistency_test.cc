@@ -175,6 +175,27 @@ TEST(ConsistencyTest, AStragglerIsDroppedAfterTheTimeoutAndLogged) {
   EXPECT_EQ(shard.Value(100), -6.0f);
 }
 
+TEST(ConsistencyTest, ADroppedWorkersPartialSumsAreKeptAndAveragedPerKey) {
+  Shard shard(testutil::Consistency(shardps::CONSISTENCY_SYNC, 2, 0, 0.2,
+                                    shardps::STRAGGLER_DROP));
+  ASSERT_TRUE(shard.PushAll(0, 0, 4.0f).ok());
+  // Worker 1 pushes keys [100, 104) of clock 0 and then stalls.
+  ASSERT_TRUE(shard.Push(1, 0, {100, 104}, 2.0f).ok());
+  PullProbe pull;
+  shard.consistency.Pull(0, 1, pull.Continuation());
+  ASSERT_TRUE(pull.WaitFor(absl::Seconds(30)));
+  ASSERT_TRUE(pull.status.ok()) << pull.status;
+  EXPECT_EQ(shard.consistency.dropped_workers(), std::vector<uint32_t>{1});
+  // Keys both pushed: the average of 4 and 2; the rest worker 0's 4 alone.
+  for (uint64_t k = 100; k < 104; ++k) EXPECT_EQ(shard.Value(k), -3.0f) << k;
+  for (uint64_t k = 104; k < 110; ++k) EXPECT_EQ(shard.Value(k), -4.0f) << k;
+  // Nothing of worker 1's leaks into the next clock.
+  ASSERT_TRUE(shard.PushAll(0, 1, 1.0f).ok());
+  EXPECT_EQ(shard.Value(100), -4.0f);
+  EXPECT_EQ(shard.Value(109), -5.0f);
+  EXPECT_EQ(shard.consistency.clock(), 2u);
+}
+
 TEST(ConsistencyTest, AStragglerFailsTheJobWhenThePolicySaysSo) {
   Shard shard(testutil::Consistency(shardps::CONSISTENCY_SSP, 3, 1, 0.2,
                                     shardps::STRAGGLER_FAIL));
