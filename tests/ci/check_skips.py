@@ -20,8 +20,14 @@ ALLOWED_SKIPS = {
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
-    root = ET.parse(sys.argv[1]).getroot()
-    cases = root.iter("testcase")
+    try:
+        root = ET.parse(sys.argv[1]).getroot()
+    except (OSError, ET.ParseError) as e:
+        sys.exit(f"check_skips: cannot read ctest's JUnit output "
+                 f"{sys.argv[1]}: {e}")
+    cases = list(root.iter("testcase"))
+    if not cases:
+        sys.exit(f"check_skips: {sys.argv[1]} lists no tests")
     skipped = [c.get("name") for c in cases if c.get("status") != "run" and
                c.get("status") != "fail"]
     unexpected = [name for name in skipped if name not in ALLOWED_SKIPS]
