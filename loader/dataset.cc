@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstring>
 #include <fstream>
+#include <numeric>
 #include <thread>
 #include <vector>
 
@@ -144,7 +145,14 @@ absl::Status DatasetWriter::Add(int32_t label, absl::string_view features) {
   }
   record_.assign(reinterpret_cast<const char*>(&label), 4);
   record_.append(features.data(), features.size());
-  return shards_[added_++ % shards_.size()]->Append(record_);
+  if (absl::Status s = shards_[added_ % shards_.size()]->Append(record_);
+      !s.ok()) {
+    return s;
+  }
+  ++added_;
+  if (class_records_.empty()) class_records_.assign(manifest_.classes(), 0);
+  ++class_records_[label];
+  return absl::OkStatus();
 }
 
 absl::Status DatasetWriter::Finish() {
@@ -161,6 +169,9 @@ absl::Status DatasetWriter::Finish() {
     }
   }
   manifest_.set_records(added_);
+  class_records_.resize(manifest_.classes(), 0);
+  manifest_.mutable_class_records()->Assign(class_records_.begin(),
+                                            class_records_.end());
   std::string text;
   google::protobuf::TextFormat::PrintToString(manifest_, &text);
   const std::string path = absl::StrCat(dir_, "/", kManifestFile);
@@ -224,6 +235,18 @@ absl::StatusOr<Dataset> OpenDataset(const std::string& dir) {
     return absl::DataLossError(absl::StrCat(path, ": shards hold ", total,
                                             " records but the manifest says ",
                                             ds.manifest.records()));
+  }
+  const auto& per_class = ds.manifest.class_records();
+  if (!per_class.empty()) {
+    const uint64_t labelled =
+        std::accumulate(per_class.begin(), per_class.end(), uint64_t{0});
+    if (static_cast<uint32_t>(per_class.size()) != ds.manifest.classes() ||
+        labelled != ds.manifest.records()) {
+      return absl::DataLossError(absl::StrCat(
+          path, ": class_records lists ", per_class.size(), " classes of ",
+          labelled, " records but the manifest has ", ds.manifest.classes(),
+          " classes of ", ds.manifest.records()));
+    }
   }
   return ds;
 }

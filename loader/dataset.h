@@ -55,7 +55,8 @@ class DatasetWriter {
   shardps::DatasetManifest manifest_;
   std::vector<std::unique_ptr<RecordWriter>> shards_;
   uint64_t added_ = 0;
-  std::string record_;  // reused encoding buffer
+  std::vector<uint64_t> class_records_;  // per label
+  std::string record_;                   // reused encoding buffer
 };
 
 struct Dataset {

@@ -37,7 +37,7 @@ class MpiTest : public testing::Test {
     setenv("SHARDPS_PORT", std::to_string(20000 + getpid() % 20000).c_str(), 1);
     ASSERT_EQ(testutil::MakeSyntheticData(
                   dir_ + "/data",
-                  "--samples 3000 --features 16 --classes 3 --shards 2"),
+                  "--samples 6000 --features 16 --classes 3 --shards 2"),
               0);
   }
   void TearDown() override {
@@ -75,8 +75,12 @@ TEST_F(MpiTest, RanksBelowSServeTheOthersTrain) {
             .ok());
     EXPECT_EQ(w.rank(), rank);  // MPI rank 2 + rank
     EXPECT_EQ(w.world(), 2);
-    EXPECT_EQ(w.samples(), 2 * 1350u);
+    EXPECT_EQ(w.samples(), 2 * 2700u);  // 5400 training samples / 2
     EXPECT_LT(w.last_epoch_loss(), w.first_epoch_loss());
+    // Rank 0 evaluates the model at the end of each epoch (-1 elsewhere).
+    if (rank == 0) {
+      EXPECT_GE(w.test_accuracy(), testutil::LearnedAccuracy(dir_ + "/data"));
+    }
   }
   for (int i = 0; i < 2; ++i) {
     const std::string log =

@@ -155,7 +155,7 @@ class SlurmTest : public testing::Test {
 TEST_F(SlurmTest, SbatchRunsTwoServersAndTwoWorkers) {
   ASSERT_EQ(testutil::MakeSyntheticData(
                 dir_ + "/data",
-                "--samples 3000 --features 16 --classes 3 --shards 2"),
+                "--samples 6000 --features 16 --classes 3 --shards 2"),
             0);
   const int port = FreePortPair();
   ASSERT_GT(port, 0);
@@ -186,8 +186,12 @@ TEST_F(SlurmTest, SbatchRunsTwoServersAndTwoWorkers) {
     // Rank and world came from SLURM_PROCID / SLURM_NTASKS of the step.
     EXPECT_EQ(w.rank(), rank);
     EXPECT_EQ(w.world(), 2);
-    EXPECT_EQ(w.samples(), 2 * 1350u);  // 2700 training samples / 2, 2 epochs
+    EXPECT_EQ(w.samples(), 2 * 2700u);  // 5400 training samples / 2, 2 epochs
     EXPECT_LT(w.last_epoch_loss(), w.first_epoch_loss());
+    // Rank 0 evaluates the model at the end of each epoch (-1 elsewhere).
+    if (rank == 0) {
+      EXPECT_GE(w.test_accuracy(), testutil::LearnedAccuracy(dir_ + "/data"));
+    }
   }
   for (int i = 0; i < 2; ++i) {
     const std::string log =

@@ -65,7 +65,7 @@ class SshLaunchTest : public testing::Test {
     testutil::WriteFile(dir_ + "/hosts", hostfile);
     ASSERT_EQ(testutil::MakeSyntheticData(
                   dir_ + "/data",
-                  "--samples 3000 --features 16 --classes 3 --shards 2"),
+                  "--samples 6000 --features 16 --classes 3 --shards 2"),
               0);
   }
 
@@ -114,8 +114,10 @@ TEST_F(SshLaunchTest, TrainsOnTheHostfileHosts) {
   EXPECT_TRUE(sum.ok()) << sum.error();
   ASSERT_EQ(sum.per_worker_size(), 2);
   for (const shardps::WorkerSummary& w : sum.per_worker()) {
-    EXPECT_EQ(w.samples(), 2 * 1350u);
+    EXPECT_EQ(w.samples(), 2 * 2700u);  // 5400 training samples / 2
   }
+  EXPECT_GE(sum.final_test_accuracy(),
+            testutil::LearnedAccuracy(dir_ + "/data"));
   // Servers got their fixed ports on the hosts and stopped cleanly; their
   // output came back through ssh.
   for (int i = 0; i < 2; ++i) {

@@ -70,6 +70,11 @@ TEST_P(TrainingTest, TwoServersTwoWorkersLearn) {
         << summary;
     EXPECT_LT(Field(summary, "last_epoch_loss"), 0.6 * std::log(4.0))
         << summary;
+    if (rank == 0) {  // the evaluating rank
+      EXPECT_GE(Field(summary, "test_accuracy"),
+                testutil::LearnedAccuracy(dir_ + "/data"))
+          << summary;
+    }
     EXPECT_GT(Field(summary, "init_seconds"), 0) << summary;
     const std::string metrics =
         testutil::ReadFile(absl::StrCat(dir_, "/run/metrics-", rank, ".csv"));

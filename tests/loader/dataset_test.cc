@@ -55,6 +55,10 @@ TEST_F(DatasetTest, EverySampleRoundTrips) {
   absl::StatusOr<Dataset> ds = OpenDataset(dir_);
   ASSERT_TRUE(ds.ok()) << ds.status();
   EXPECT_EQ(ds->manifest.records(), 10u);
+  // Labels 0..3 of samples 0..9: 0, 4, 8 | 1, 5, 9 | 2, 6 | 3, 7.
+  EXPECT_EQ(std::vector<uint64_t>(ds->manifest.class_records().begin(),
+                                  ds->manifest.class_records().end()),
+            (std::vector<uint64_t>{3, 3, 2, 2}));
   ASSERT_EQ(ds->indexes.size(), 3u);
   EXPECT_EQ(ds->indexes[0].offsets.size(), 4u);  // samples 0, 3, 6, 9
   std::vector<bool> seen(10, false);
@@ -86,6 +90,20 @@ TEST_F(DatasetTest, ManifestAndShardsMustAgree) {
   absl::Status s = OpenDataset(dir_).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
   EXPECT_NE(s.message().find("manifest says 11"), std::string::npos) << s;
+  // Per-class counts that do not add up to the records.
+  Write(kManifestFile, absl::StrReplaceAll(manifest, {{"class_records: 2\n",
+                                                       "class_records: 1\n"}}));
+  s = OpenDataset(dir_).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+  EXPECT_NE(s.message().find(kManifestFile), std::string::npos) << s;
+  EXPECT_NE(s.message().find("class_records lists 4 classes of 8 records"),
+            std::string::npos)
+      << s;
+  // A manifest from before class_records existed is still read.
+  Write(kManifestFile,
+        absl::StrReplaceAll(manifest, {{"class_records: 3\n", ""},
+                                       {"class_records: 2\n", ""}}));
+  EXPECT_TRUE(OpenDataset(dir_).ok());
   Write(kManifestFile, manifest);
 
   // A shard cut short.

@@ -41,7 +41,7 @@ class LauncherTest : public testing::Test {
   void SetUp() override {
     ASSERT_EQ(testutil::MakeSyntheticData(
                   dir_ + "/data",
-                  "--samples 3000 --features 16 --classes 3 --shards 2"),
+                  "--samples 6000 --features 16 --classes 3 --shards 2"),
               0);
   }
 
@@ -72,9 +72,9 @@ TEST_F(LauncherTest, LocalRunWritesACompleteSummary) {
     const shardps::WorkerSummary& w = sum.per_worker(r);
     EXPECT_EQ(w.rank(), r);
     EXPECT_EQ(w.world(), 3);
-    EXPECT_EQ(w.loader(), "sequential");     // the launcher's switch reached it
-    EXPECT_EQ(w.partition_records(), 900u);  // 2700 training samples / 3
-    EXPECT_EQ(w.samples(), 2 * 900u);
+    EXPECT_EQ(w.loader(), "sequential");  // the launcher's switch reached it
+    EXPECT_EQ(w.partition_records(), 1800u);  // 5400 training samples / 3
+    EXPECT_EQ(w.samples(), 2 * 1800u);
     EXPECT_GT(w.pull_seconds(), 0);
     max_init = std::max(max_init, w.init_seconds());
     samples += w.samples();
@@ -83,10 +83,11 @@ TEST_F(LauncherTest, LocalRunWritesACompleteSummary) {
   EXPECT_NEAR(sum.overall_samples_per_second(), samples / sum.train_seconds(),
               1e-6);
   EXPECT_GT(sum.samples_per_second(), 0);
-  EXPECT_NEAR(sum.epoch_seconds(), 2700 / sum.samples_per_second(), 1e-6);
-  EXPECT_GT(sum.test_accuracy(), 1.0 / 3);
+  EXPECT_NEAR(sum.epoch_seconds(), 5400 / sum.samples_per_second(), 1e-6);
+  const double learned = testutil::LearnedAccuracy(dir_ + "/data");
+  EXPECT_GE(sum.test_accuracy(), learned);
   // The final model, evaluated once every worker finished.
-  EXPECT_GT(sum.final_test_accuracy(), 1.0 / 3);
+  EXPECT_GE(sum.final_test_accuracy(), learned);
   EXPECT_GT(sum.cpu_seconds(), 0);
   ASSERT_EQ(sum.processes_size(), 6);  // 2 servers, 3 workers, the evaluation
   EXPECT_EQ(sum.processes(5).name(), "evaluate");
@@ -130,11 +131,11 @@ TEST_F(LauncherTest, AMutualTlsRunRecordsEveryServer) {
 
 TEST_F(LauncherTest, SyncRunKeepsEveryWorkerOnTheSameClock) {
   const std::string run = dir_ + "/run";
-  absl::Status s =
-      Launch({"--servers=2", "--workers=3", "--consistency=sync",
-              "--optimizer=adam", "--run_dir=" + run,
-              "--data=" + dir_ + "/data", "--", "--model=mlp:16-8-3",
-              "--batch=32", "--epochs=2", "--straggler_timeout_s=20"});
+  absl::Status s = Launch({"--servers=2", "--workers=3", "--consistency=sync",
+                           "--optimizer=adam", "--run_dir=" + run,
+                           "--data=" + dir_ + "/data", "--",
+                           "--model=mlp:16-8-3", "--batch=32", "--epochs=2",
+                           "--lr=0.03", "--straggler_timeout_s=20"});
   ASSERT_TRUE(s.ok()) << s << testutil::ReadFile(dir_ + "/launch.log");
   const shardps::RunSummary sum = testutil::ReadRunSummary(run);
   ASSERT_TRUE(sum.ok()) << sum.error();
@@ -154,6 +155,9 @@ TEST_F(LauncherTest, SyncRunKeepsEveryWorkerOnTheSameClock) {
   // float32, plus a few dozen bytes of message headers per shard.
   EXPECT_GE(sum.bytes_per_step(), 2 * 652);
   EXPECT_LT(sum.bytes_per_step(), 2 * 652 + 200);
+  // And it learned: Adam on the averaged gradients of the three workers.
+  EXPECT_GE(sum.final_test_accuracy(),
+            testutil::LearnedAccuracy(dir_ + "/data"));
 }
 
 TEST_F(LauncherTest, TraceMergesEveryProcessesSpansOnOneClock) {

@@ -82,7 +82,6 @@ TEST_F(TrainerTest, EveryBatchIsAStepAndTheModelLearns) {
   EXPECT_EQ(StepLines().size(), 58u);
   EXPECT_LT(s->last_epoch_loss(), 0.9 * s->first_epoch_loss())
       << s->ShortDebugString();
-  EXPECT_GT(s->test_accuracy(), 0.6);  // 3 classes: chance is 1/3
   EXPECT_EQ(s->consistency(), "async");
   // One push per step and server, and nothing else.
   absl::StatusOr<std::vector<shardps::StatsResponse>> stats = client->Stats();
@@ -90,6 +89,19 @@ TEST_F(TrainerTest, EveryBatchIsAStepAndTheModelLearns) {
   for (const shardps::StatsResponse& server : *stats) {
     EXPECT_EQ(server.push_requests(), 58u);
   }
+}
+
+TEST_F(TrainerTest, TheModelLearnsWellAboveChance) {
+  // Eight epochs of the 900 records (two leave the model half-trained).
+  std::unique_ptr<ps::Client> client = Connect();
+  TrainerOptions o = Options();
+  o.epochs = 8;
+  absl::StatusOr<shardps::WorkerSummary> s = Train(*client, o, absl::Now());
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->steps(), 8 * 29u);
+  // Seed 1's test set is 66% one class; this reaches 0.87.
+  EXPECT_GE(s->test_accuracy(),
+            testutil::LearnedAccuracy(tmp_.path() + "/data"));
 }
 
 TEST_F(TrainerTest, ARejoiningWorkerFinishesWithoutRepeatingAStep) {
