@@ -84,6 +84,7 @@ void AddWorker(const shardps::WorkerSummary& w, shardps::RunSummary* s) {
   s->set_optimizer(w.optimizer());
   s->set_consistency(w.consistency());
   s->set_compression(w.compression());
+  s->set_lr_schedule(w.lr_schedule());
   *s->add_per_worker() = w;
 }
 

@@ -144,6 +144,8 @@ class Trainer {
     summary_.set_optimizer(o_.optimizer.ShortDebugString());
     summary_.set_consistency(ConsistencyFlag(o_.consistency));
     summary_.set_compression(o_.compression);
+    summary_.set_lr_schedule(o_.lr_schedule);
+    summary_.set_last_lr_scale(1);
     summary_.set_test_accuracy(-1);
     summary_.set_init_data_seconds(Seconds(table_start_ - data_start_));
     summary_.set_init_table_seconds(Seconds(table_done_ - table_start_));
@@ -215,11 +217,13 @@ class Trainer {
     r.pulled = absl::Now();
     r.loss = Compute(*r.batch);
     r.computed = absl::Now();
+    const float lr_scale = LearningRateScale();
     if (absl::Status s = client_.Push(o_.table, 0, grad_.size(), grad_.data(),
-                                      summary_.steps(), LearningRateScale());
+                                      summary_.steps(), lr_scale);
         !s.ok()) {
       return s;
     }
+    summary_.set_last_lr_scale(lr_scale);
     r.pushed = absl::Now();
     if (absl::Status s = Record(r, position + 1); !s.ok()) return s;
     return true;
