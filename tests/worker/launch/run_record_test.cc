@@ -77,6 +77,40 @@ TEST(RunRecordTest, WorkerSummariesMakeTheRunsFigures) {
   EXPECT_EQ(run.epoch_seconds(), 6400 / 640.0);
 }
 
+TEST(RunRecordTest, TheSteadyRateComesFromTheStepLogs) {
+  // Two workers of 1000 records each: worker 0 ends steps of 10 samples at
+  // t = 100..110, worker 1 at 104..114 (started late). Both train in
+  // (104, 110]: 6 steps of each, 120 samples in 6 s, 20 samples/s; an epoch
+  // of 2000 records takes 100 s at that rate. Overall: 220 samples over
+  // the longest train_seconds, 14 s.
+  testutil::ScopedTempDir dir;
+  for (int r = 0; r < 2; ++r) {
+    std::string csv =
+        "epoch,step,batch,loss,read_ms,compute_ms,pull_ms,push_ms,"
+        "end_unix_s\n";
+    for (int t = 0; t <= 10; ++t) {
+      csv += "0," + std::to_string(t) + ",10,1.0,1,1,1,1," +
+             std::to_string(100 + 4 * r + t) + "\n";
+    }
+    testutil::WriteFile(dir.path() + "/metrics-" + std::to_string(r) + ".csv",
+                        csv);
+    shardps::WorkerSummary w;
+    w.set_rank(r);
+    w.set_train_seconds(r == 0 ? 10.0 : 14.0);
+    w.set_steps(11);
+    w.set_samples(110);
+    w.set_partition_records(1000);
+    ASSERT_TRUE(ps::WriteJsonFile(
+                    w, dir.path() + "/summary-" + std::to_string(r) + ".json")
+                    .ok());
+  }
+  shardps::RunSummary run;
+  AddWorkerSummaries(dir.path(), 2, &run);
+  EXPECT_DOUBLE_EQ(run.samples_per_second(), 20.0);
+  EXPECT_DOUBLE_EQ(run.epoch_seconds(), 100.0);
+  EXPECT_DOUBLE_EQ(run.overall_samples_per_second(), 220 / 14.0);
+}
+
 TEST(RunRecordTest, MetricsTargetsAreFileSdGroupsPerProcess) {
   testutil::ScopedTempDir dir;
   const std::string path = dir.path() + "/prometheus-targets.json";
