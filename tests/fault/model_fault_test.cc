@@ -141,6 +141,24 @@ std::vector<float> Gradient(int k) {
   return g;
 }
 
+// A thread joined on every way out of its scope: a failed ASSERT that
+// returns early must fail the test, not end the process (as destroying a
+// joinable std::thread does).
+class JoinedThread {
+ public:
+  template <typename F>
+  explicit JoinedThread(F body) : thread_(std::move(body)) {}
+  JoinedThread(const JoinedThread&) = delete;
+  JoinedThread& operator=(const JoinedThread&) = delete;
+  ~JoinedThread() { Join(); }
+  void Join() {
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  std::thread thread_;
+};
+
 class ModelFaultTest : public testing::TestWithParam<uint32_t> {
  protected:
   void SetUp() override {
@@ -195,7 +213,7 @@ class ModelFaultTest : public testing::TestWithParam<uint32_t> {
   // piece after its last checkpoint and answered) not at all.
   void KillDuringPush(int s, int k) {
     Client* client = clients_[random_() % kClients].get();
-    std::thread push([client, k] { PushWith(*client, k); });
+    JoinedThread push([client, k] { PushWith(*client, k); });
     absl::SleepFor(absl::Microseconds(random_() % 200000));
     cluster_->Kill(s);
     const uint64_t v = cluster_->CheckpointVersion(s);
@@ -203,7 +221,7 @@ class ModelFaultTest : public testing::TestWithParam<uint32_t> {
       const absl::Status st = cluster_->Start(s);
       ASSERT_TRUE(st.ok()) << st;
     }
-    push.join();
+    push.Join();
     for (int t = 0; t < kServers; ++t) {
       if (t != s) model_.applied[t].push_back(k);
     }
@@ -236,7 +254,7 @@ class ModelFaultTest : public testing::TestWithParam<uint32_t> {
     }
     const uint64_t want = model_.applied[s].size() + 1;
     Client* client = clients_[random_() % kClients].get();
-    std::thread push([client, k] { PushWith(*client, k); });
+    JoinedThread push([client, k] { PushWith(*client, k); });
     const absl::Time give_up = absl::Now() + absl::Seconds(30);
     while (cluster_->CheckpointVersion(s) < want && absl::Now() < give_up) {
       absl::SleepFor(absl::Milliseconds(5));  // polling interval
@@ -247,7 +265,7 @@ class ModelFaultTest : public testing::TestWithParam<uint32_t> {
       const absl::Status st = cluster_->Start(s);
       ASSERT_TRUE(st.ok()) << st;
     }
-    push.join();
+    push.Join();
     for (auto& held : model_.applied) held.push_back(k);
   }
 
