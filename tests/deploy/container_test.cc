@@ -4,7 +4,9 @@
 // network train Fashion-MNIST (the shards baked into the image) for a few
 // steps and leave their summaries in a mounted directory. Needs root; the
 // build takes several minutes (label deploy).
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -47,11 +49,27 @@ class ContainerTest : public testing::Test {
         if (p.size() == 2) setenv(p[0].c_str(), p[1].c_str(), 1);
       }
     }
-    ASSERT_NE(getenv("CONTAINERS_CONF"), nullptr) << out;
+    const char* conf = getenv("CONTAINERS_CONF");
+    ASSERT_NE(conf, nullptr) << out;
+    // One run at a time owns the storage: a second run (another checkout on
+    // this machine) waits here. The lock dies with its process, so whatever
+    // containers are left once it is held belong to runs that were killed,
+    // e.g. a build's working containers, which keep its images "in use".
+    const std::string lock_path = std::string(absl::string_view(conf).substr(
+                                      0, absl::string_view(conf).rfind('/'))) +
+                                  "/suite.lock";
+    lock_fd_ = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    ASSERT_GE(lock_fd_, 0) << lock_path;
+    ASSERT_EQ(flock(lock_fd_, LOCK_EX), 0) << lock_path;
+    std::tie(code, out) = Shell(
+        "podman rm -a -f && podman ps --external -a -q | xargs -r podman rm "
+        "-f");
+    ASSERT_EQ(code, 0) << out;
   }
 
   void TearDown() override {
     for (const std::string& c : containers_) Shell("podman rm -f " + c);
+    if (lock_fd_ >= 0) close(lock_fd_);
   }
 
   // Starts a detached container on the host network; its name.
@@ -69,6 +87,7 @@ class ContainerTest : public testing::Test {
   testutil::ScopedTempDir tmp_{"shardps-container"};
   const std::string dir_ = tmp_.path();
   std::vector<std::string> containers_;
+  int lock_fd_ = -1;
 };
 
 TEST_F(ContainerTest, ImageRunsTwoServersAndTwoWorkers) {
