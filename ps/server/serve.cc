@@ -1,16 +1,43 @@
 #include "ps/server/serve.h"
 
+#include <cstdio>
 #include <memory>
+#include <string>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "google/protobuf/stubs/logging.h"
 #include "ps/base/log.h"
 #include "ps/base/port_file.h"
 #include "ps/obs/trace.h"
 
 namespace ps {
+namespace {
+
+// protobuf logs an ERROR for each string field that is not UTF-8 in a
+// message it parses. A server parses what any client sends and answers such
+// a request INVALID_ARGUMENT itself, so these lines would only let clients
+// fill its log; everything else protobuf says goes to stderr as before.
+void ProtobufLog(google::protobuf::LogLevel level, const char* file, int line,
+                 const std::string& message) {
+  if (absl::StrContains(message, "contains invalid UTF-8 data when parsing")) {
+    return;
+  }
+  static constexpr const char* kLevels[] = {"INFO", "WARNING", "ERROR",
+                                            "FATAL"};
+  const int index = static_cast<int>(level);
+  absl::FPrintF(stderr, "[libprotobuf %s %s:%d] %s\n",
+                index >= 0 && index < 4 ? kLevels[index] : "?", file, line,
+                message);
+}
+
+}  // namespace
 
 absl::Status Serve(ServeOptions options, const StopSignals& stop) {
+  // Process-wide, so set once here, before any thread parses a message.
+  google::protobuf::SetLogHandler(&ProtobufLog);
   absl::StatusOr<std::unique_ptr<Tracer>> tracer =
       OpenTraceFlag(options.trace_path, options.trace_name);
   if (!tracer.ok()) return tracer.status();

@@ -7,6 +7,7 @@
 #include "absl/memory/memory.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "ps/wire/table_spec.h"
 
 namespace ps {
 
@@ -15,6 +16,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   // Process-wide switch inside gRPC; it only makes every server built from
   // here on carry the standard health service.
   grpc::EnableDefaultHealthCheckService(true);
+  if (absl::Status s = CheckName("job", options.job); !s.ok()) return s;
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
       MakeServerCredentials(options.tls);
   if (!credentials.ok()) return credentials.status();
@@ -65,6 +67,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   builder.AddChannelArgument(
       GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10000);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  // A call's metadata (the token, chiefly) up to this size reaches Admit,
+  // which answers a wrong one UNAUTHENTICATED; gRPC itself refuses larger
+  // metadata with RESOURCE_EXHAUSTED. Either way the connection stays up.
+  builder.AddChannelArgument(GRPC_ARG_MAX_METADATA_SIZE, kMaxMetadataBytes);
   if (options.max_concurrent_streams > 0) {
     builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
                                options.max_concurrent_streams);

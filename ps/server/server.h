@@ -22,6 +22,9 @@
 
 namespace ps {
 
+// The largest metadata (headers) of a call the server reads; see Server.
+inline constexpr int kMaxMetadataBytes = 2 << 20;
+
 struct ServerOptions {
   std::string host = "0.0.0.0";
   // Where the server's messages go (restores, checkpoints, stragglers);

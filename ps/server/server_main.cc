@@ -30,6 +30,10 @@ ABSL_FLAG(int, max_tables, 64,
 ABSL_FLAG(int64_t, max_memory_mb, 16384,
           "Memory of all tables' values and optimizer state, MiB "
           "(RESOURCE_EXHAUSTED beyond).");
+ABSL_FLAG(int, max_workers, 4096,
+          "Distinct worker ids an async table takes pushes from "
+          "(RESOURCE_EXHAUSTED beyond; sync and ssp tables take their "
+          "num_workers).");
 ABSL_FLAG(int, max_concurrent_streams, 0,
           "Calls in flight per client connection; 0: gRPC's default.");
 ABSL_FLAG(std::string, checkpoint_dir, "",
@@ -95,12 +99,14 @@ absl::Status ReadServingFlags(ps::ServerOptions* o) {
 absl::Status ReadStateFlags(ps::ServerOptions* o) {
   if (absl::GetFlag(FLAGS_max_tables) < 1 ||
       absl::GetFlag(FLAGS_max_memory_mb) < 1 ||
+      absl::GetFlag(FLAGS_max_workers) < 1 ||
       absl::GetFlag(FLAGS_max_concurrent_streams) < 0) {
     return absl::InvalidArgumentError(
-        "--max_tables and --max_memory_mb must be >= 1, "
+        "--max_tables, --max_memory_mb and --max_workers must be >= 1, "
         "--max_concurrent_streams >= 0");
   }
   o->limits.max_tables = absl::GetFlag(FLAGS_max_tables);
+  o->limits.max_workers = absl::GetFlag(FLAGS_max_workers);
   o->limits.max_bytes =
       static_cast<uint64_t>(absl::GetFlag(FLAGS_max_memory_mb)) << 20;
   o->max_concurrent_streams = absl::GetFlag(FLAGS_max_concurrent_streams);

@@ -16,6 +16,85 @@ namespace {
 constexpr int kPullValuesField = shardps::PullResponse::kValuesFieldNumber;
 constexpr int kPushGradientField = shardps::PushRequest::kGradientFieldNumber;
 
+// The reactor of a pull that may wait for other workers. It finishes once,
+// with whichever comes first: the answer (on the thread that released the
+// pull) or the call's end (the client cancelled, or its deadline passed),
+// which takes the pull out of its table's waits. gRPC's callback API owns
+// it from `new` to OnDone.
+class WaitingPullReactor final : public grpc::ServerUnaryReactor {
+ public:
+  // The pull's continuation calls this with its outcome. The caller must
+  // not touch the reactor afterwards: OnDone may delete it at once.
+  void Answer(const grpc::Status& status) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (starting_) {
+        // Answered within HandlePull; Started finishes the call.
+        early_answer_ = status;
+        answered_early_ = true;
+        return;
+      }
+      if (finished_) return;
+      finished_ = true;
+    }
+    Finish(status);
+  }
+
+  // HandlePull has returned: the pull waits as `waiting` says (table null:
+  // it was answered already).
+  void Started(ParameterService::WaitingPull waiting) {
+    bool answered;
+    bool cancelled;
+    grpc::Status answer;
+    {
+      absl::MutexLock lock(&mu_);
+      starting_ = false;
+      waiting_ = waiting;
+      answered = answered_early_;
+      answer = early_answer_;
+      cancelled = cancelled_;
+      finished_ = answered;
+    }
+    if (answered) {
+      Finish(answer);
+    } else if (cancelled) {
+      Cancel(waiting);
+    }
+  }
+
+  void OnCancel() override {
+    ParameterService::WaitingPull waiting;
+    {
+      absl::MutexLock lock(&mu_);
+      cancelled_ = true;
+      if (starting_) return;  // Started sees it
+      waiting = waiting_;
+    }
+    Cancel(waiting);
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  // Ends the wait, which answers the call through the continuation; nothing
+  // if the pull was released meanwhile.
+  static void Cancel(ParameterService::WaitingPull waiting) {
+    if (waiting.table == nullptr) return;
+    waiting.table->CancelWait(
+        waiting.ticket,
+        absl::CancelledError("the pull's call was cancelled or its deadline "
+                             "passed while it waited for other workers"));
+  }
+
+  absl::Mutex mu_;
+  bool starting_ ABSL_GUARDED_BY(mu_) = true;
+  bool answered_early_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::Status early_answer_ ABSL_GUARDED_BY(mu_);
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  ParameterService::WaitingPull waiting_ ABSL_GUARDED_BY(mu_);
+};
+
 }  // namespace
 
 absl::Status ParameterService::Admit(
@@ -38,10 +117,13 @@ absl::Status ParameterService::Admit(
                            : "wrong auth token");
 }
 
-bool ParameterService::DropReply() {
-  if (drop_reply_fraction_ <= 0) return false;
+absl::Status ParameterService::MaybeDropReply(absl::Status status,
+                                              absl::string_view what) {
+  if (!status.ok() || drop_reply_fraction_ <= 0) return status;
   absl::MutexLock lock(&drop_mu_);
-  return absl::Bernoulli(drop_random_, drop_reply_fraction_);
+  if (!absl::Bernoulli(drop_random_, drop_reply_fraction_)) return status;
+  return absl::UnavailableError(
+      absl::StrCat("FAULT INJECTION: ", what, " reply dropped"));
 }
 
 void ParameterService::Record(RpcMethod method, absl::Time start,
@@ -68,23 +150,26 @@ grpc::ServerUnaryReactor* ParameterService::Finish(
 }
 
 grpc::ServerUnaryReactor* ParameterService::CreateTable(
-    grpc::CallbackServerContext* context,
-    const shardps::CreateTableRequest* request,
-    shardps::CreateTableResponse* response) {
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
   const absl::Time start = absl::Now();
+  shardps::CreateTableRequest create;
+  shardps::CreateTableResponse reply;
   absl::Status status = Admit(*context);
+  if (status.ok()) status = ParseSmallMessage(*request, &create);
   if (status.ok()) {
     bool created = false;
-    absl::StatusOr<Table*> table = registry_.CreateTable(*request, &created);
+    absl::StatusOr<Table*> table = registry_.CreateTable(create, &created);
     if (table.ok()) {
-      response->set_begin((*table)->range().begin);
-      response->set_end((*table)->range().end);
-      response->set_created(created);
+      reply.set_begin((*table)->range().begin);
+      reply.set_end((*table)->range().end);
+      reply.set_created(created);
+      *response = SerializeSmallMessage(reply);
     }
     status = table.status();
   }
-  return Finish(context, RpcMethod::kCreateTable, start,
-                request->ByteSizeLong(), response->ByteSizeLong(), status);
+  return Finish(context, RpcMethod::kCreateTable, start, request->Length(),
+                status.ok() ? response->Length() : 0, status);
 }
 
 void ParameterService::FillStats(shardps::StatsResponse* response) {
@@ -116,14 +201,20 @@ void ParameterService::FillStats(shardps::StatsResponse* response) {
 }
 
 grpc::ServerUnaryReactor* ParameterService::Stats(
-    grpc::CallbackServerContext* context, const shardps::StatsRequest* request,
-    shardps::StatsResponse* response) {
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
   const absl::Time start = absl::Now();
+  shardps::StatsRequest stats;
   absl::Status status = Admit(*context);
-  if (status.ok()) status = registry_.CheckJob(request->job());
-  if (status.ok()) FillStats(response);
-  return Finish(context, RpcMethod::kStats, start, request->ByteSizeLong(),
-                response->ByteSizeLong(), status);
+  if (status.ok()) status = ParseSmallMessage(*request, &stats);
+  if (status.ok()) status = registry_.CheckJob(stats.job());
+  if (status.ok()) {
+    shardps::StatsResponse reply;
+    FillStats(&reply);
+    *response = SerializeSmallMessage(reply);
+  }
+  return Finish(context, RpcMethod::kStats, start, request->Length(),
+                status.ok() ? response->Length() : 0, status);
 }
 
 grpc::ServerUnaryReactor* ParameterService::Pull(
@@ -134,19 +225,27 @@ grpc::ServerUnaryReactor* ParameterService::Pull(
   if (absl::Status s = Admit(*context); !s.ok()) {
     return Finish(context, RpcMethod::kPull, start, bytes_in, 0, s);
   }
-  // A pull that must wait for other workers (sync, ssp) is answered later,
-  // from the thread that releases it; the reactor stays open meanwhile.
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  HandlePull(*request, response,
-             [this, reactor, response, start, bytes_in](absl::Status status) {
-               if (status.ok() && DropReply()) {
-                 status = absl::UnavailableError(
-                     "FAULT INJECTION: pull reply dropped");
-               }
-               Record(RpcMethod::kPull, start, bytes_in,
-                      status.ok() ? response->Length() : 0, status);
-               reactor->Finish(ToGrpcStatus(status));
-             });
+  absl::StatusOr<ParsedPull> pull = ParsePull(*request);
+  if (!pull.ok() || !pull->table->pulls_may_wait()) {
+    // The common case (async), answered here with gRPC's own reactor.
+    absl::Status status =
+        pull.ok() ? AnswerPull(*pull, response) : pull.status();
+    status = MaybeDropReply(std::move(status), "pull");
+    return Finish(context, RpcMethod::kPull, start, bytes_in,
+                  status.ok() ? response->Length() : 0, status);
+  }
+  // A pull that may wait for other workers (sync, ssp) is answered later,
+  // from the thread that releases it, or ended with its call.
+  auto* reactor = new WaitingPullReactor();
+  const WaitingPull waiting = WaitThenAnswer(
+      *pull, response,
+      [this, reactor, response, start, bytes_in](absl::Status status) {
+        status = MaybeDropReply(std::move(status), "pull");
+        Record(RpcMethod::kPull, start, bytes_in,
+               status.ok() ? response->Length() : 0, status);
+        reactor->Answer(ToGrpcStatus(status));
+      });
+  reactor->Started(waiting);
   return reactor;
 }
 
@@ -158,48 +257,59 @@ grpc::ServerUnaryReactor* ParameterService::Push(
   if (absl::Status s = Admit(*context); !s.ok()) {
     return Finish(context, RpcMethod::kPush, start, bytes_in, 0, s);
   }
-  absl::Status status = HandlePush(*request, response);
-  if (status.ok() && DropReply()) {
-    status = absl::UnavailableError("FAULT INJECTION: push reply dropped");
-  }
+  const absl::Status status =
+      MaybeDropReply(HandlePush(*request, response), "push");
   return Finish(context, RpcMethod::kPush, start, bytes_in,
                 status.ok() ? response->Length() : 0, status);
 }
 
-void ParameterService::HandlePull(const grpc::ByteBuffer& request,
-                                  grpc::ByteBuffer* response, PullDone done) {
+absl::StatusOr<ParameterService::ParsedPull> ParameterService::ParsePull(
+    const grpc::ByteBuffer& request) {
   shardps::PullRequest pull;
-  if (absl::Status s = ParseSmallMessage(request, &pull); !s.ok()) {
-    return std::move(done)(s);
-  }
+  if (absl::Status s = ParseSmallMessage(request, &pull); !s.ok()) return s;
   absl::StatusOr<Table*> table = registry_.Find(pull.job(), pull.table());
-  if (!table.ok()) return std::move(done)(table.status());
+  if (!table.ok()) return table.status();
   const KeyRange keys{pull.begin(), pull.end()};
-  if (absl::Status s = (*table)->CheckKeys(keys); !s.ok()) {
-    return std::move(done)(s);
-  }
+  if (absl::Status s = (*table)->CheckKeys(keys); !s.ok()) return s;
   const shardps::ValueEncoding encoding = pull.encoding();
   if (encoding != shardps::FLOAT32 && encoding != shardps::FP16 &&
       encoding != shardps::BF16) {
-    return std::move(done)(absl::InvalidArgumentError(
+    return absl::InvalidArgumentError(
         absl::StrCat("pulls take float32, fp16 or bf16 values, not encoding ",
-                     static_cast<int>(encoding))));
+                     static_cast<int>(encoding)));
   }
-  if (!(*table)->pulls_may_wait()) {
-    // The common case, without a continuation to build.
-    TraceSpan span(tracer_, "handle_pull", "server");
-    return std::move(done)(CopyPull(**table, keys, encoding, response));
+  return ParsedPull{*table, keys, encoding, pull.worker(), pull.clock()};
+}
+
+absl::Status ParameterService::AnswerPull(const ParsedPull& pull,
+                                          grpc::ByteBuffer* response) {
+  TraceSpan span(tracer_, "handle_pull", "server");
+  return CopyPull(*pull.table, pull.keys, pull.encoding, response);
+}
+
+ParameterService::WaitingPull ParameterService::WaitThenAnswer(
+    const ParsedPull& pull, grpc::ByteBuffer* response, PullDone done) {
+  const uint64_t ticket =
+      pull.table->WhenReadable(pull.worker, pull.clock,
+                               [this, pull, response, done = std::move(done)](
+                                   absl::Status status) mutable {
+                                 if (status.ok())
+                                   status = AnswerPull(pull, response);
+                                 std::move(done)(std::move(status));
+                               });
+  if (ticket == 0) return {};
+  return {pull.table, ticket};
+}
+
+ParameterService::WaitingPull ParameterService::HandlePull(
+    const grpc::ByteBuffer& request, grpc::ByteBuffer* response,
+    PullDone done) {
+  absl::StatusOr<ParsedPull> pull = ParsePull(request);
+  if (!pull.ok()) {
+    std::move(done)(pull.status());
+    return {};
   }
-  (*table)->WhenReadable(pull.worker(), pull.clock(),
-                         [this, table = *table, keys, encoding, response,
-                          done = std::move(done)](absl::Status status) mutable {
-                           if (status.ok()) {
-                             TraceSpan span(tracer_, "handle_pull", "server");
-                             status =
-                                 CopyPull(*table, keys, encoding, response);
-                           }
-                           std::move(done)(std::move(status));
-                         });
+  return WaitThenAnswer(*pull, response, std::move(done));
 }
 
 absl::Status ParameterService::CopyPull(Table& table, KeyRange keys,
@@ -265,13 +375,17 @@ absl::Status ParameterService::HandlePush(const grpc::ByteBuffer& request,
                                           grpc::ByteBuffer* response) {
   TraceSpan span(tracer_, "handle_push", "server");
   SplitMessage split;
+  shardps::PushRequest push;
   if (absl::Status s = SplitBulkField(request, kPushGradientField, &split);
       !s.ok()) {
-    return s;
+    return absl::InvalidArgumentError(
+        absl::StrCat(push.GetTypeName(), ": ", s.message()));
   }
-  shardps::PushRequest push;
   if (!push.ParseFromString(split.rest)) {
-    return absl::InvalidArgumentError("malformed PushRequest fields");
+    return absl::InvalidArgumentError(absl::StrCat(
+        "malformed ", push.GetTypeName(),
+        " (a field other than the gradient is not valid protobuf, or a "
+        "string field is not UTF-8)"));
   }
   absl::StatusOr<Table*> table = registry_.Find(push.job(), push.table());
   if (!table.ok()) return table.status();

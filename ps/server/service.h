@@ -1,10 +1,16 @@
 // ParameterService is the gRPC face of one shardps server: it admits each
 // call (job token, draining), decodes the request, calls the TableRegistry
 // and its Tables (ps/table/table.h, where the transactions are), and
-// encodes the reply. Pull and Push are raw (ByteBuffer) methods so that the
-// float payload goes from gRPC's slices into the store, and from a pooled
-// buffer back out, without a std::string copy (ps/wire/wire_codec.h);
-// CreateTable and Stats are ordinary protobuf methods.
+// encodes the reply. Every method is raw (ByteBuffer): Pull and Push so
+// that the float payload goes from gRPC's slices into the store, and from a
+// pooled buffer back out, without a std::string copy
+// (ps/wire/wire_codec.h); all four so that a request that does not parse
+// is answered INVALID_ARGUMENT naming its message, as every other bad
+// request, rather than gRPC's own UNIMPLEMENTED without a message.
+//
+// A pull that waits for other workers (sync, ssp) ends with its call: when
+// the client cancels it or its deadline passes, the table stops waiting
+// for it.
 //
 // Every handler runs to completion on the gRPC callback thread that called
 // it; there is no thread per request.
@@ -34,8 +40,8 @@ namespace ps {
 using ParameterServiceBase =
     shardps::ParameterServer::WithRawCallbackMethod_Pull<
         shardps::ParameterServer::WithRawCallbackMethod_Push<
-            shardps::ParameterServer::WithCallbackMethod_CreateTable<
-                shardps::ParameterServer::WithCallbackMethod_Stats<
+            shardps::ParameterServer::WithRawCallbackMethod_CreateTable<
+                shardps::ParameterServer::WithRawCallbackMethod_Stats<
                     shardps::ParameterServer::Service>>>>;
 
 struct ServiceOptions {
@@ -82,13 +88,12 @@ class ParameterService final : public ParameterServiceBase {
   // What the Stats RPC answers: tables, request and byte counts.
   void FillStats(shardps::StatsResponse* response);
 
-  grpc::ServerUnaryReactor* CreateTable(
-      grpc::CallbackServerContext* context,
-      const shardps::CreateTableRequest* request,
-      shardps::CreateTableResponse* response) override;
+  grpc::ServerUnaryReactor* CreateTable(grpc::CallbackServerContext* context,
+                                        const grpc::ByteBuffer* request,
+                                        grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* Stats(grpc::CallbackServerContext* context,
-                                  const shardps::StatsRequest* request,
-                                  shardps::StatsResponse* response) override;
+                                  const grpc::ByteBuffer* request,
+                                  grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* Pull(grpc::CallbackServerContext* context,
                                  const grpc::ByteBuffer* request,
                                  grpc::ByteBuffer* response) override;
@@ -101,10 +106,15 @@ class ParameterService final : public ParameterServiceBase {
   // `done` with the outcome once the pull has been answered into
   // *response: at once, or later from another thread when the table's
   // consistency makes it wait (ps/table/consistency.h); request and response
-  // must live until then.
+  // must live until then. While it waits, the returned WaitingPull names it
+  // (Table::CancelWait); else its table is null.
   using PullDone = absl::AnyInvocable<void(absl::Status) &&>;
-  void HandlePull(const grpc::ByteBuffer& request, grpc::ByteBuffer* response,
-                  PullDone done);
+  struct WaitingPull {
+    Table* table = nullptr;
+    uint64_t ticket = 0;
+  };
+  WaitingPull HandlePull(const grpc::ByteBuffer& request,
+                         grpc::ByteBuffer* response, PullDone done);
   absl::Status HandlePush(const grpc::ByteBuffer& request,
                           grpc::ByteBuffer* response);
 
@@ -123,8 +133,24 @@ class ParameterService final : public ParameterServiceBase {
                           KeyRange keys,
                           absl::Span<const absl::string_view> bulk,
                           size_t bulk_bytes, PooledBuffer* decoded);
-  // True when fault injection says to lose this call's reply.
-  bool DropReply();
+  // A pull request read and checked against its table.
+  struct ParsedPull {
+    Table* table;
+    KeyRange keys;
+    shardps::ValueEncoding encoding;
+    uint32_t worker;
+    uint64_t clock;
+  };
+  absl::StatusOr<ParsedPull> ParsePull(const grpc::ByteBuffer& request);
+  // Copies the pulled values into *response.
+  absl::Status AnswerPull(const ParsedPull& pull, grpc::ByteBuffer* response);
+  // Answers the pull once its table lets it read (at once for async), then
+  // calls `done`.
+  WaitingPull WaitThenAnswer(const ParsedPull& pull, grpc::ByteBuffer* response,
+                             PullDone done);
+  // `status`, or UNAVAILABLE when fault injection says to lose this
+  // call's reply (`what`: "pull", "push") after carrying it out.
+  absl::Status MaybeDropReply(absl::Status status, absl::string_view what);
   // Counts a call that arrived at `start` and is answered with `status`:
   // in its method's counters (Stats) and the latency metrics.
   void Record(RpcMethod method, absl::Time start, size_t bytes_in,

@@ -16,6 +16,13 @@ absl::Status Invalid(absl::string_view message) {
   return absl::InvalidArgumentError(absl::StrCat("consistency: ", message));
 }
 
+absl::Status NotInBarrier(uint32_t worker, absl::string_view table,
+                          size_t workers) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("worker ", worker, " is not in the barrier of table '",
+                   table, "' (workers 0..", workers - 1, ")"));
+}
+
 }  // namespace
 
 Consistency::Consistency(const shardps::ConsistencyConfig& config,
@@ -31,6 +38,8 @@ Consistency::Consistency(const shardps::ConsistencyConfig& config,
       log_(log),
       workers_(config.num_workers()) {
   if (mode_ == Mode::kAsync) return;
+  const absl::Time now = absl::Now();
+  for (WorkerProgress& w : workers_) w.last_push = now;
   if (mode_ == Mode::kSync) {
     absl::MutexLock lock(&sum_mu_);
     sum_.assign(store_->range().size(), 0.0f);
@@ -80,10 +89,11 @@ void Consistency::Run(std::vector<Release>* released) {
   released->clear();
 }
 
-void Consistency::Pull(uint32_t worker, uint64_t clock, PullContinuation then) {
+uint64_t Consistency::Pull(uint32_t worker, uint64_t clock,
+                           PullContinuation then) {
   if (mode_ == Mode::kAsync) {
     std::move(then)(absl::OkStatus());
-    return;
+    return 0;
   }
   absl::Status status;
   {
@@ -98,30 +108,63 @@ void Consistency::Pull(uint32_t worker, uint64_t clock, PullContinuation then) {
     } else if (!failed_.ok()) {
       status = failed_;
     } else if (worker >= workers_.size()) {
-      status = absl::InvalidArgumentError(
-          absl::StrCat("worker ", worker, " is not in the barrier of table '",
-                       table_, "' (workers 0..", workers_.size() - 1, ")"));
-    } else if (need > ProgressLocked() && !workers_[worker].dropped) {
+      status = NotInBarrier(worker, table_, workers_.size());
+    } else if (const WorkerProgress& w = workers_[worker];
+               !w.dropped && need > w.pushed + 1) {
+      status = absl::InvalidArgumentError(absl::StrCat(
+          "worker ", worker, " pulled clock ", clock, " of table '", table_,
+          "', which waits for every worker to push clock ", need - 1,
+          ", but it has pushed only clocks below ", w.pushed,
+          " itself (a pull may wait for at most one more push of its own "
+          "worker)"));
+    } else if (need > ProgressLocked() && !w.dropped) {
       if (waiters_.size() >= kMaxWaitingPulls) {
         status = absl::ResourceExhaustedError(absl::StrCat(
             waiters_.size(), " pulls already wait on table '", table_, "'"));
       } else {
-        waiters_.push_back({need, absl::Now(), std::move(then)});
+        const uint64_t ticket = next_ticket_++;
+        waiters_.push_back(
+            {ticket, worker, need, absl::Now(), std::move(then)});
         wake_.Signal();
-        return;
+        return ticket;
       }
     }
   }
   std::move(then)(std::move(status));
+  return 0;
+}
+
+void Consistency::CancelPull(uint64_t ticket, const absl::Status& status) {
+  PullContinuation then;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it =
+        std::find_if(waiters_.begin(), waiters_.end(),
+                     [ticket](const Waiter& w) { return w.ticket == ticket; });
+    if (it == waiters_.end()) return;
+    then = std::move(it->then);
+    waiters_.erase(it);
+  }
+  std::move(then)(status);
+}
+
+absl::Status Consistency::CheckWorker(uint32_t worker) const {
+  if (mode_ == Mode::kAsync || worker < workers_.size()) {
+    return absl::OkStatus();
+  }
+  return NotInBarrier(worker, table_, workers_.size());
+}
+
+size_t Consistency::waiting_pulls() const {
+  absl::MutexLock lock(&mu_);
+  return waiters_.size();
 }
 
 absl::Status Consistency::CheckPushLocked(uint32_t worker, uint64_t clock,
                                           KeyRange keys) {
   if (!failed_.ok()) return failed_;
   if (worker >= workers_.size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("worker ", worker, " is not in the barrier of table '",
-                     table_, "' (workers 0..", workers_.size() - 1, ")"));
+    return NotInBarrier(worker, table_, workers_.size());
   }
   const WorkerProgress& w = workers_[worker];
   if (w.dropped) {
@@ -165,6 +208,7 @@ absl::StatusOr<uint64_t> Consistency::Push(uint32_t worker, uint64_t clock,
     }
     workers_[worker].claimed.push_back(keys);
     ++workers_[worker].in_flight;
+    workers_[worker].last_push = absl::Now();
     sync_lr_scale_ = lr_scale;
   }
   uint64_t version;
@@ -219,7 +263,10 @@ void Consistency::AdvanceLocked(std::vector<Release>* out) {
     if (complete && members > 0) ApplyAverageLocked(members);
   }
   const uint64_t progress = ProgressLocked();
-  auto ready = [&](const Waiter& w) { return w.need <= progress; };
+  // A dropped worker's pulls no longer wait (as if they arrived now).
+  auto ready = [&](const Waiter& w) {
+    return w.need <= progress || workers_[w.worker].dropped;
+  };
   for (Waiter& w : waiters_) {
     if (ready(w)) out->push_back({std::move(w.then), absl::OkStatus()});
   }
@@ -262,11 +309,24 @@ void Consistency::FailAllLocked(const absl::Status& status,
 
 void Consistency::HandleStragglersLocked(std::vector<Release>* out) {
   const uint64_t need = waiters_.front().need;
+  const absl::Time now = absl::Now();
   std::vector<uint32_t> stragglers;
+  // The earliest last push of the workers waited for that pushed within
+  // the timeout: when they are all like that, the policy waits until then.
+  absl::Time silent_since = absl::InfiniteFuture();
   for (size_t i = 0; i < workers_.size(); ++i) {
-    if (BehindLocked(workers_[i], need)) {
+    const WorkerProgress& w = workers_[i];
+    if (!BehindLocked(w, need)) continue;
+    if (now - w.last_push >= straggler_timeout_) {
       stragglers.push_back(static_cast<uint32_t>(i));
+    } else {
+      silent_since = std::min(silent_since, w.last_push);
     }
+  }
+  if (stragglers.empty()) {
+    const absl::Time restart = std::min(silent_since, now);
+    for (Waiter& w : waiters_) w.since = std::max(w.since, restart);
+    return;
   }
   const uint64_t stuck_clock = mode_ == Mode::kSync ? applied_
                                : need == 0          ? 0
@@ -289,7 +349,6 @@ void Consistency::HandleStragglersLocked(std::vector<Release>* out) {
   AdvanceLocked(out);
   // The waits that remain began their timeout anew: the workers now in the
   // barrier were not the ones being waited for.
-  const absl::Time now = absl::Now();
   for (Waiter& w : waiters_) w.since = std::max(w.since, now);
 }
 
@@ -351,6 +410,8 @@ absl::Status Consistency::Restore(const shardps::BarrierState& state,
       return Invalid("a worker's claimed keys cover the whole shard");
     }
   }
+  const absl::Time now = absl::Now();
+  for (WorkerProgress& w : restored) w.last_push = now;
   workers_ = std::move(restored);
   applied_ = state.applied();
   sync_lr_scale_ = state.lr_scale();

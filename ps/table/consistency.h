@@ -66,10 +66,24 @@ class Consistency {
 
   // Runs `then` once a pull by `worker` at `clock` may read the shard: at
   // once, or later on the thread that makes it possible. An error instead
-  // ends its wait: INVALID_ARGUMENT for a worker outside the barrier,
-  // ABORTED once the job failed, UNAVAILABLE once closed,
-  // RESOURCE_EXHAUSTED past kMaxWaitingPulls. A pull at clock 0 never waits.
-  void Pull(uint32_t worker, uint64_t clock, PullContinuation then);
+  // ends its wait: INVALID_ARGUMENT for a worker outside the barrier or a
+  // clock its own worker cannot reach (one that needs two or more further
+  // pushes of that worker, which does not push while it waits), ABORTED
+  // once the job failed, UNAVAILABLE once closed, RESOURCE_EXHAUSTED past
+  // kMaxWaitingPulls. A pull at clock 0 never waits. Returns a ticket for
+  // CancelPull while the pull waits; 0 when `then` has already run.
+  uint64_t Pull(uint32_t worker, uint64_t clock, PullContinuation then);
+
+  // Ends the wait of the pull `ticket` names, running its continuation with
+  // `status` on this thread; nothing if it is no longer waiting (its
+  // continuation ran or is running elsewhere). For a call its client
+  // cancelled or whose deadline passed: it no longer counts as waiting, so
+  // the straggler policy does not act for it.
+  void CancelPull(uint64_t ticket, const absl::Status& status);
+
+  // INVALID_ARGUMENT when `worker` is not in the barrier (sync, ssp: ids
+  // num_workers and above); async tables take any id.
+  absl::Status CheckWorker(uint32_t worker) const;
 
   // Takes a push whose keys and values ShardStore::CheckPush accepted:
   // applies it (async, ssp) or adds it to its clock's sum (sync, applying
@@ -102,6 +116,8 @@ class Consistency {
   // sync: clocks applied; ssp: clocks every worker in the barrier pushed;
   // async: 0.
   uint64_t clock() const;
+  // Pulls waiting right now.
+  size_t waiting_pulls() const;
   std::vector<uint32_t> dropped_workers() const;
 
  private:
@@ -116,9 +132,14 @@ class Consistency {
     // clock's sum, not the next one's.
     uint32_t in_flight = 0;
     bool dropped = false;
+    // When it last had a push accepted (or the barrier was made): the
+    // straggler policy acts only on workers silent for straggler_timeout.
+    absl::Time last_push;
   };
 
   struct Waiter {
+    uint64_t ticket;
+    uint32_t worker;
     uint64_t need;  // the progress() that releases it
     absl::Time since;
     PullContinuation then;
@@ -145,7 +166,8 @@ class Consistency {
   void FailAllLocked(const absl::Status& status, std::vector<Release>* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The oldest waiter has waited straggler_timeout: apply the policy to the
-  // workers it waits for.
+  // workers it waits for that have been silent that long (or, when all of
+  // them pushed more recently, wait on).
   void HandleStragglersLocked(std::vector<Release>* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Watch();
@@ -165,6 +187,7 @@ class Consistency {
   uint64_t applied_ ABSL_GUARDED_BY(mu_) = 0;  // sync: clocks applied
   float sync_lr_scale_ ABSL_GUARDED_BY(mu_) = 1.0f;
   std::vector<Waiter> waiters_ ABSL_GUARDED_BY(mu_);  // oldest first
+  uint64_t next_ticket_ ABSL_GUARDED_BY(mu_) = 1;
   absl::Status failed_ ABSL_GUARDED_BY(mu_);  // ABORTED once the job failed
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status closed_status_ ABSL_GUARDED_BY(mu_);

@@ -9,6 +9,14 @@ namespace ps {
 absl::StatusOr<Admission> PushLedger::Admit(const PushId& id,
                                             uint64_t acked_below) {
   if (id.session == 0) return Admission{};
+  // acked_below says every sequence below it has ended at the client, this
+  // one included if it were above: such a push contradicts itself, and
+  // believing it would drop the session's honest pushes below it.
+  if (acked_below > id.sequence) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "push sequence ", id.sequence, " carries acked_below ", acked_below,
+        ", above itself (acked_below may be at most the sequence)"));
+  }
   absl::MutexLock lock(&mu_);
   if (workers_.size() >= kMaxWorkers && !workers_.contains(id.worker)) {
     return absl::ResourceExhaustedError(

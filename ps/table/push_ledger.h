@@ -65,7 +65,8 @@ class PushLedger {
   PushLedger(const PushLedger&) = delete;
   PushLedger& operator=(const PushLedger&) = delete;
 
-  // Decides what to do with an arriving piece. FAILED_PRECONDITION for a
+  // Decides what to do with an arriving piece. INVALID_ARGUMENT, changing
+  // nothing, when acked_below > sequence; FAILED_PRECONDITION for a
   // retired session, RESOURCE_EXHAUSTED when the worker has too many pieces
   // in the ledger. Every kApply of a tracked piece must be followed by
   // Commit or Abort with the same id.

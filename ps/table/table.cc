@@ -45,25 +45,28 @@ int Table::ArraysPerKey(const shardps::CreateTableRequest& spec) {
 
 Table::Table(shardps::CreateTableRequest spec,
              std::unique_ptr<ShardStore> store, uint64_t restored_version,
-             LogSink* log)
+             TableSettings settings)
     : spec_(std::move(spec)),
       store_(std::move(store)),
       restored_version_(restored_version),
-      consistency_(spec_.consistency(), spec_.table(), store_.get(), log) {}
+      max_workers_(settings.max_workers),
+      consistency_(spec_.consistency(), spec_.table(), store_.get(),
+                   settings.log) {}
 
 absl::StatusOr<std::unique_ptr<Table>> Table::Create(
-    const shardps::CreateTableRequest& spec, KeyRange range, LogSink* log) {
+    const shardps::CreateTableRequest& spec, KeyRange range,
+    TableSettings settings) {
   absl::StatusOr<std::unique_ptr<Updater>> updater =
       MakeUpdater(spec.optimizer(), range.size());
   if (!updater.ok()) return updater.status();
   auto store = std::make_unique<ShardStore>(range, *std::move(updater),
                                             InitialValues(spec, range));
-  return std::unique_ptr<Table>(new Table(spec, std::move(store), 0, log));
+  return std::unique_ptr<Table>(new Table(spec, std::move(store), 0, settings));
 }
 
 absl::StatusOr<std::unique_ptr<Table>> Table::Restore(TableSnapshot snapshot,
                                                       KeyRange range,
-                                                      LogSink* log) {
+                                                      TableSettings settings) {
   const shardps::CreateTableRequest& spec = snapshot.meta.spec();
   absl::StatusOr<std::unique_ptr<Updater>> updater =
       MakeUpdater(spec.optimizer(), range.size());
@@ -92,7 +95,8 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Restore(TableSnapshot snapshot,
   const uint64_t version = snapshot.meta.version();
   auto store = std::make_unique<ShardStore>(
       range, *std::move(updater), std::move(snapshot.arrays[0]), version);
-  std::unique_ptr<Table> table(new Table(spec, std::move(store), version, log));
+  std::unique_ptr<Table> table(
+      new Table(spec, std::move(store), version, settings));
   std::vector<float> sum;
   if (HasSyncSum(spec)) sum = std::move(snapshot.arrays.back());
   if (absl::Status s = table->RestoreProgress(snapshot.meta, std::move(sum));
@@ -126,8 +130,45 @@ absl::StatusOr<PushOutcome> Table::ApplyPush(const PushArgs& push,
   if (absl::Status s = store_->CheckPush(push.keys, gradient); !s.ok()) {
     return s;
   }
+  if (absl::Status s = consistency_.CheckWorker(push.worker); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = BeginWorkerPush(push.worker); !s.ok()) return s;
   absl::ReaderMutexLock hold(&snapshot_mu_);
-  return AdmitAndApply(push, gradient);
+  absl::StatusOr<PushOutcome> outcome = AdmitAndApply(push, gradient);
+  // Under the snapshot lock: a checkpoint holds a push's clock with it.
+  EndWorkerPush(push.worker, push.clock, outcome.ok() && !outcome->duplicate);
+  return outcome;
+}
+
+absl::Status Table::BeginWorkerPush(uint32_t worker) {
+  absl::MutexLock lock(&clocks_mu_);
+  if (clocks_.contains(worker)) return absl::OkStatus();
+  auto pending = first_pushes_.find(worker);
+  if (pending == first_pushes_.end()) {
+    // sync and ssp barriers bound their workers themselves (CheckWorker).
+    if (spec_.consistency().mode() == shardps::CONSISTENCY_ASYNC &&
+        clocks_.size() + first_pushes_.size() >= max_workers_) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "table '", spec_.table(), "' already takes pushes from ",
+          max_workers_, " workers, this server's limit (--max_workers); ",
+          "worker ", worker, " is one more"));
+    }
+    pending = first_pushes_.emplace(worker, 0).first;
+  }
+  ++pending->second;
+  return absl::OkStatus();
+}
+
+void Table::EndWorkerPush(uint32_t worker, uint64_t clock, bool applied) {
+  absl::MutexLock lock(&clocks_mu_);
+  if (auto pending = first_pushes_.find(worker);
+      pending != first_pushes_.end() && --pending->second == 0) {
+    first_pushes_.erase(pending);
+  }
+  if (!applied) return;
+  uint64_t& seen = clocks_[worker];
+  seen = std::max(seen, clock);
 }
 
 absl::StatusOr<PushOutcome> Table::AdmitAndApply(const PushArgs& push,
@@ -147,14 +188,7 @@ absl::StatusOr<PushOutcome> Table::AdmitAndApply(const PushArgs& push,
     return version.status();
   }
   ledger_.Commit(id, *version);
-  RecordClock(push.worker, push.clock);
   return PushOutcome{*version, /*duplicate=*/false};
-}
-
-void Table::RecordClock(uint32_t worker, uint64_t clock) {
-  absl::MutexLock lock(&clocks_mu_);
-  uint64_t& seen = clocks_[worker];
-  seen = std::max(seen, clock);
 }
 
 void Table::Snapshot(TableSnapshot* out) {
@@ -192,6 +226,7 @@ void Table::FillStats(shardps::TableStats* out) const {
   out->set_version(store_->version());
   out->set_restored_version(restored_version_);
   out->set_consistency_clock(consistency_.clock());
+  out->set_waiting_pulls(consistency_.waiting_pulls());
   for (uint32_t worker : consistency_.dropped_workers()) {
     out->add_dropped_workers(worker);
   }

@@ -61,6 +61,18 @@ struct PushOutcome {
   bool duplicate = false;  // applied before: acknowledged, not applied again
 };
 
+// Distinct worker ids an async table takes pushes from, by default.
+inline constexpr uint32_t kDefaultMaxWorkers = 4096;
+
+// What a table needs besides its spec.
+struct TableSettings {
+  // Stragglers dropped or failing are reported here (null: stderr); must
+  // outlive the table.
+  LogSink* log = nullptr;
+  // async: pushes of further worker ids are RESOURCE_EXHAUSTED.
+  uint32_t max_workers = kDefaultMaxWorkers;
+};
+
 class Table {
  public:
   // Float arrays per key a table of `spec` holds: values, optimizer state
@@ -68,18 +80,16 @@ class Table {
   static int ArraysPerKey(const shardps::CreateTableRequest& spec);
 
   // A table as `spec` (valid, see ps/wire/table_spec.h) asks, owning keys
-  // `range`, at its initial values. Stragglers dropped or failing are
-  // reported to `log` (null: stderr).
+  // `range`, at its initial values.
   static absl::StatusOr<std::unique_ptr<Table>> Create(
       const shardps::CreateTableRequest& spec, KeyRange range,
-      LogSink* log = nullptr);
+      TableSettings settings = {});
 
   // The table a checkpoint's snapshot holds, whose spec gave it `range`.
   // INVALID_ARGUMENT, naming the table, when the arrays, ledger or barrier
   // do not fit the spec.
-  static absl::StatusOr<std::unique_ptr<Table>> Restore(TableSnapshot snapshot,
-                                                        KeyRange range,
-                                                        LogSink* log = nullptr);
+  static absl::StatusOr<std::unique_ptr<Table>> Restore(
+      TableSnapshot snapshot, KeyRange range, TableSettings settings = {});
 
   Table(const Table&) = delete;
   Table& operator=(const Table&) = delete;
@@ -95,18 +105,27 @@ class Table {
   // Applies a push of push.keys.size() float32 in `gradient`, once: a copy
   // of a push already applied is acknowledged as a duplicate. Nothing
   // changes when it is refused: INVALID_ARGUMENT for bad keys, a length
-  // that does not match them, a NaN/Inf or a learning rate scale that is
-  // negative or not finite; the ledger's and the
-  // consistency's errors (ps/table/push_ledger.h, consistency.h).
+  // that does not match them, a NaN/Inf, a learning rate scale that is
+  // negative or not finite, or a worker outside a sync/ssp barrier;
+  // RESOURCE_EXHAUSTED for a worker beyond an async table's max_workers;
+  // the ledger's and the consistency's errors (ps/table/push_ledger.h,
+  // consistency.h).
   absl::StatusOr<PushOutcome> ApplyPush(const PushArgs& push,
                                         FloatPieces& gradient);
 
   // Whether a pull may have to wait (sync and ssp tables).
   bool pulls_may_wait() const { return consistency_.pulls_may_wait(); }
   // Runs `then` once a pull by `worker` at `clock` may read: at once, or
-  // later on the thread that makes it possible (Consistency::Pull).
-  void WhenReadable(uint32_t worker, uint64_t clock, PullContinuation then) {
-    consistency_.Pull(worker, clock, std::move(then));
+  // later on the thread that makes it possible (Consistency::Pull). Returns
+  // the ticket that CancelWait takes while the pull waits, else 0.
+  uint64_t WhenReadable(uint32_t worker, uint64_t clock,
+                        PullContinuation then) {
+    return consistency_.Pull(worker, clock, std::move(then));
+  }
+  // Ends a waiting pull's wait with `status` (its call was cancelled or
+  // timed out), if it still waits (Consistency::CancelPull).
+  void CancelWait(uint64_t ticket, const absl::Status& status) {
+    consistency_.CancelPull(ticket, status);
   }
   // Copies keys into out[0, keys.size()); the version seen before the copy.
   absl::StatusOr<uint64_t> Read(KeyRange keys, float* out) const {
@@ -128,23 +147,33 @@ class Table {
 
  private:
   Table(shardps::CreateTableRequest spec, std::unique_ptr<ShardStore> store,
-        uint64_t restored_version, LogSink* log);
+        uint64_t restored_version, TableSettings settings);
   // Restore's second half: ledger, barrier and clocks of the snapshot.
   absl::Status RestoreProgress(const shardps::TableCheckpoint& meta,
                                std::vector<float> sum);
   // Under the snapshot lock (shared): the ledger, then the consistency.
   absl::StatusOr<PushOutcome> AdmitAndApply(const PushArgs& push,
                                             FloatPieces& gradient);
-  void RecordClock(uint32_t worker, uint64_t clock);
+  // async: admits `worker` under max_workers, counting it as pending until
+  // EndWorkerPush; RESOURCE_EXHAUSTED for one too many.
+  absl::Status BeginWorkerPush(uint32_t worker);
+  // Ends what BeginWorkerPush began; a push that `applied` records `clock`.
+  void EndWorkerPush(uint32_t worker, uint64_t clock, bool applied);
 
   const shardps::CreateTableRequest spec_;
   const std::unique_ptr<ShardStore> store_;
   const uint64_t restored_version_;  // 0 unless restored from a checkpoint
+  const uint32_t max_workers_;
   Consistency consistency_;
   absl::Mutex snapshot_mu_;
   PushLedger ledger_;
   mutable absl::Mutex clocks_mu_;
+  // The highest clock each worker pushed; the workers with a first push in
+  // flight, and how many each (so that max_workers holds exactly however
+  // pushes interleave).
   absl::flat_hash_map<uint32_t, uint64_t> clocks_ ABSL_GUARDED_BY(clocks_mu_);
+  absl::flat_hash_map<uint32_t, uint32_t> first_pushes_
+      ABSL_GUARDED_BY(clocks_mu_);
 };
 
 }  // namespace ps

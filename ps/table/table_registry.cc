@@ -19,11 +19,19 @@ bool SameSpec(const shardps::CreateTableRequest& a,
 }  // namespace
 
 absl::Status TableRegistry::CheckJob(absl::string_view job) const {
+  if (absl::Status s = CheckName("job", job); !s.ok()) return s;
   if (job != job_) {
     return absl::FailedPreconditionError(absl::StrCat(
         "request for job '", job, "' reached a server of job '", job_, "'"));
   }
   return absl::OkStatus();
+}
+
+TableSettings TableRegistry::NewTableSettings() const {
+  TableSettings settings;
+  settings.log = log_;
+  settings.max_workers = limits_.max_workers;
+  return settings;
 }
 
 absl::StatusOr<KeyRange> TableRegistry::CheckSpec(
@@ -83,15 +91,16 @@ absl::StatusOr<Table*> TableRegistry::CreateTable(
     const shardps::CreateTableRequest& spec, bool* created) {
   *created = false;
   if (absl::Status s = CheckJob(spec.job()); !s.ok()) return s;
+  if (absl::Status s = CheckName("table", spec.table()); !s.ok()) return s;
   {
     absl::MutexLock lock(&mu_);
     auto it = tables_.find(spec.table());
     if (it != tables_.end()) {
       if (!SameSpec(it->second->spec(), spec)) {
-        return absl::AlreadyExistsError(absl::StrCat(
-            "table '", spec.table(), "' already exists with another spec: ",
-            it->second->spec().ShortDebugString(), " vs requested ",
-            spec.ShortDebugString()));
+        return absl::AlreadyExistsError(
+            absl::StrCat("table '", spec.table(),
+                         "' already exists with another spec; differing: ",
+                         SpecDifference(it->second->spec(), spec)));
       }
       return it->second.get();
     }
@@ -106,7 +115,7 @@ absl::StatusOr<Table*> TableRegistry::CreateTable(
     return s;
   }
   absl::StatusOr<std::unique_ptr<Table>> table =
-      Table::Create(spec, *range, log_);
+      Table::Create(spec, *range, NewTableSettings());
   if (!table.ok()) {
     Unreserve(bytes);
     return table.status();
@@ -114,9 +123,10 @@ absl::StatusOr<Table*> TableRegistry::CreateTable(
   Table* found = Insert(*std::move(table), bytes, created);
   if (!*created && !SameSpec(found->spec(), spec)) {
     // Another request built the same name meanwhile, with another spec.
-    return absl::AlreadyExistsError(absl::StrCat(
-        "table '", spec.table(), "' was just created with another spec: ",
-        found->spec().ShortDebugString()));
+    return absl::AlreadyExistsError(
+        absl::StrCat("table '", spec.table(),
+                     "' was just created with another spec; differing: ",
+                     SpecDifference(found->spec(), spec)));
   }
   return found;
 }
@@ -126,7 +136,7 @@ absl::Status TableRegistry::Restore(TableSnapshot snapshot) {
   absl::StatusOr<KeyRange> range = CheckSpec(spec);
   if (!range.ok()) return range.status();
   absl::StatusOr<std::unique_ptr<Table>> table =
-      Table::Restore(std::move(snapshot), *range, log_);
+      Table::Restore(std::move(snapshot), *range, NewTableSettings());
   if (!table.ok()) return table.status();
   const int arrays = Table::ArraysPerKey(spec);
   const uint64_t bytes = range->size() * arrays * sizeof(float);
@@ -158,6 +168,7 @@ void TableRegistry::Snapshot(std::vector<TableSnapshot>* out) {
 absl::StatusOr<Table*> TableRegistry::Find(absl::string_view job,
                                            absl::string_view table) {
   if (absl::Status s = CheckJob(job); !s.ok()) return s;
+  if (absl::Status s = CheckName("table", table); !s.ok()) return s;
   absl::ReaderMutexLock lock(&mu_);
   auto it = tables_.find(table);
   if (it == tables_.end()) {

@@ -30,6 +30,9 @@ namespace ps {
 struct TableLimits {
   size_t max_tables = 64;
   uint64_t max_bytes = uint64_t{16} << 30;  // values and optimizer state
+  // Distinct worker ids an async table takes pushes from (sync and ssp
+  // tables take their num_workers).
+  uint32_t max_workers = kDefaultMaxWorkers;
 };
 
 class TableRegistry {
@@ -76,6 +79,8 @@ class TableRegistry {
   absl::Status CheckJob(absl::string_view job) const;
 
  private:
+  // What each table of this server gets besides its spec.
+  TableSettings NewTableSettings() const;
   // Checks a spec, returning the key range it gives this server.
   absl::StatusOr<KeyRange> CheckSpec(const shardps::CreateTableRequest& spec);
   // Reserves room for a table of `keys` keys with `arrays` floats each (its

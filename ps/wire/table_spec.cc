@@ -5,8 +5,11 @@
 #include <initializer_list>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "ps/wire/range_partition.h"
 
 namespace ps {
@@ -77,22 +80,6 @@ absl::Status InvalidConsistency(absl::string_view message) {
   return absl::InvalidArgumentError(absl::StrCat("consistency: ", message));
 }
 
-// Tables are addressed by name in every request; keep names printable and
-// short so they can appear in errors, logs and metrics.
-absl::Status CheckTableName(absl::string_view name) {
-  if (name.empty() || name.size() > 128) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "table name must have 1 to 128 characters, got ", name.size()));
-  }
-  for (char c : name) {
-    if (c <= ' ' || c > '~') {
-      return absl::InvalidArgumentError(
-          "table name must be printable ASCII without spaces");
-    }
-  }
-  return absl::OkStatus();
-}
-
 // `where` names `message` when it carries fields this build does not know.
 absl::Status CheckKnownFields(const google::protobuf::Message& message,
                               absl::string_view where) {
@@ -139,7 +126,85 @@ absl::Status ValidateInitSegments(const shardps::CreateTableRequest& spec) {
   return absl::OkStatus();
 }
 
+// Collects the paths of the fields where two messages differ.
+class DifferencePaths
+    : public google::protobuf::util::MessageDifferencer::Reporter {
+ public:
+  using Path =
+      std::vector<google::protobuf::util::MessageDifferencer::SpecificField>;
+  static constexpr int kMaxPaths = 3;
+
+  void ReportAdded(const google::protobuf::Message&,
+                   const google::protobuf::Message&,
+                   const Path& path) override {
+    Add(path, " (only in the request)");
+  }
+  void ReportDeleted(const google::protobuf::Message&,
+                     const google::protobuf::Message&,
+                     const Path& path) override {
+    Add(path, " (only in the existing table)");
+  }
+  void ReportModified(const google::protobuf::Message&,
+                      const google::protobuf::Message&,
+                      const Path& path) override {
+    Add(path, "");
+  }
+
+  std::string Summary() const {
+    std::string out = absl::StrJoin(paths_, ", ");
+    if (count_ > kMaxPaths) {
+      absl::StrAppend(&out, " and ", count_ - kMaxPaths, " more");
+    }
+    return out;
+  }
+
+ private:
+  void Add(const Path& path, absl::string_view note) {
+    if (++count_ > kMaxPaths) return;
+    std::string joined;
+    for (const auto& field : path) {
+      if (!joined.empty()) joined += '.';
+      if (field.field != nullptr) {
+        joined += field.field->name();
+        if (field.field->is_repeated() && field.index >= 0) {
+          absl::StrAppend(&joined, "[", field.index, "]");
+        }
+      } else {
+        absl::StrAppend(&joined, "field ", field.unknown_field_number);
+      }
+    }
+    paths_.push_back(absl::StrCat(joined, note));
+  }
+
+  int count_ = 0;
+  std::vector<std::string> paths_;
+};
+
 }  // namespace
+
+absl::Status CheckName(absl::string_view what, absl::string_view name) {
+  if (name.empty() || name.size() > kMaxNameLength) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " name must have 1 to ", kMaxNameLength,
+                     " characters, got ", name.size()));
+  }
+  for (char c : name) {
+    if (c <= ' ' || c > '~') {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " name must be printable ASCII without spaces"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::string SpecDifference(const shardps::CreateTableRequest& a,
+                           const shardps::CreateTableRequest& b) {
+  DifferencePaths paths;
+  google::protobuf::util::MessageDifferencer differ;
+  differ.ReportDifferencesTo(&paths);
+  differ.Compare(a, b);
+  return paths.Summary();
+}
 
 absl::Status ValidateOptimizer(const shardps::OptimizerConfig& c) {
   const std::string& name = c.name();
@@ -223,7 +288,7 @@ absl::Status ValidateConsistency(const shardps::ConsistencyConfig& c) {
 
 absl::Status ValidateTableSpec(const shardps::CreateTableRequest& spec) {
   if (absl::Status s = CheckAllFieldsKnown(spec); !s.ok()) return s;
-  if (absl::Status s = CheckTableName(spec.table()); !s.ok()) return s;
+  if (absl::Status s = CheckName("table", spec.table()); !s.ok()) return s;
   if (spec.num_shards() < 1 || spec.num_shards() > kMaxShards) {
     return absl::InvalidArgumentError(absl::StrCat(
         "num_shards ", spec.num_shards(), " is not in [1, ", kMaxShards, "]"));

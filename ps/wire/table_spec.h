@@ -8,6 +8,8 @@
 #ifndef SHARDPS_PS_WIRE_TABLE_SPEC_H_
 #define SHARDPS_PS_WIRE_TABLE_SPEC_H_
 
+#include <string>
+
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -25,6 +27,19 @@ absl::Status ValidateInit(const shardps::InitConfig& config);
 // An unknown mode or policy, a value out of range, or a field set that the
 // mode does not use.
 absl::Status ValidateConsistency(const shardps::ConsistencyConfig& config);
+
+// Job and table names, as every request carries them: 1 to kMaxNameLength
+// printable ASCII characters without spaces. `what` ("job", "table") names
+// the field; the message never quotes a name it refuses, so it stays short
+// whatever the request held.
+inline constexpr size_t kMaxNameLength = 128;
+absl::Status CheckName(absl::string_view what, absl::string_view name);
+
+// Where two specs differ, for an ALREADY_EXISTS message: the paths of the
+// first few fields that differ ("optimizer.learning_rate",
+// "init_segments[57].init.seed"), never the values; empty when equal.
+std::string SpecDifference(const shardps::CreateTableRequest& a,
+                           const shardps::CreateTableRequest& b);
 
 // The whole request but its job (which only the server can judge): the
 // table name (1 to 128 printable ASCII characters without spaces), the

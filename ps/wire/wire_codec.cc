@@ -163,7 +163,9 @@ absl::Status ParseSmallMessage(const grpc::ByteBuffer& buffer,
   if (!buffer.DumpToSingleSlice(&joined).ok() ||
       !message->ParseFromArray(joined.begin(), joined.size())) {
     return absl::InvalidArgumentError(
-        absl::StrCat("malformed ", message->GetTypeName()));
+        absl::StrCat("malformed ", message->GetTypeName(),
+                     " (not that message in protobuf encoding, or a string "
+                     "field that is not UTF-8)"));
   }
   return absl::OkStatus();
 }

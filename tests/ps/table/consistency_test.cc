@@ -4,9 +4,12 @@
 
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
 #include "util/configs.h"
 
 namespace ps {
@@ -213,6 +216,85 @@ TEST(ConsistencyTest, AStragglerFailsTheJobWhenThePolicySaysSo) {
   PullProbe later;
   shard.consistency.Pull(2, 0, later.Continuation());
   EXPECT_EQ(later.status.code(), absl::StatusCode::kAborted);
+}
+
+TEST(ConsistencyTest, APullItsOwnWorkerCannotReachIsRefusedAtOnce) {
+  // sync: clock c needs clock c-1 pushed by every worker, the puller too,
+  // and a worker does not push while its pull waits. One push of its own
+  // may still be on the way (a pull sent with it); two cannot.
+  Shard sync(testutil::Consistency(shardps::CONSISTENCY_SYNC, 2));
+  PullProbe next;
+  EXPECT_NE(sync.consistency.Pull(0, 1, next.Continuation()), 0u);
+  EXPECT_FALSE(next.done.HasBeenNotified());
+  for (uint64_t clock : {uint64_t{2}, uint64_t{1} << 62}) {
+    PullProbe far;
+    EXPECT_EQ(sync.consistency.Pull(0, clock, far.Continuation()), 0u);
+    ASSERT_TRUE(far.done.HasBeenNotified());
+    EXPECT_TRUE(absl::IsInvalidArgument(far.status)) << far.status;
+    EXPECT_NE(far.status.message().find(absl::StrCat("clock ", clock)),
+              std::string::npos)
+        << far.status;
+  }
+  EXPECT_EQ(sync.consistency.waiting_pulls(), 1u);
+  // ssp:2: clock c needs clock c-2 from everyone.
+  Shard ssp(testutil::Consistency(shardps::CONSISTENCY_SSP, 2, 2));
+  PullProbe reach, beyond;
+  ssp.consistency.Pull(0, 2, reach.Continuation());  // needs its clock 0
+  EXPECT_FALSE(reach.done.HasBeenNotified());
+  ssp.consistency.Pull(0, 3, beyond.Continuation());  // its clocks 0 and 1
+  ASSERT_TRUE(beyond.done.HasBeenNotified());
+  EXPECT_TRUE(absl::IsInvalidArgument(beyond.status)) << beyond.status;
+  // After its clock 0, clock 3 is in reach (and waits for worker 1).
+  ASSERT_TRUE(ssp.PushAll(0, 0, 1.0f).ok());
+  PullProbe now;
+  ssp.consistency.Pull(0, 3, now.Continuation());
+  EXPECT_FALSE(now.done.HasBeenNotified());
+  EXPECT_EQ(ssp.consistency.waiting_pulls(), 2u);
+}
+
+TEST(ConsistencyTest, ACancelledPullStopsWaitingAndTriggersNoPolicy) {
+  Shard shard(testutil::Consistency(shardps::CONSISTENCY_SYNC, 2, 0, 0.2,
+                                    shardps::STRAGGLER_FAIL));
+  ASSERT_TRUE(shard.PushAll(1, 0, 2.0f).ok());
+  PullProbe pull;
+  const uint64_t ticket = shard.consistency.Pull(1, 1, pull.Continuation());
+  ASSERT_NE(ticket, 0u);
+  EXPECT_EQ(shard.consistency.waiting_pulls(), 1u);
+  shard.consistency.CancelPull(ticket, absl::CancelledError("client left"));
+  ASSERT_TRUE(pull.done.HasBeenNotified());
+  EXPECT_TRUE(absl::IsCancelled(pull.status)) << pull.status;
+  EXPECT_EQ(shard.consistency.waiting_pulls(), 0u);
+  shard.consistency.CancelPull(ticket, absl::CancelledError("again"));
+  // Twice the straggler timeout with nobody waiting: the policy (fail)
+  // has nobody to act for, and worker 0 joins late without harm.
+  absl::SleepFor(absl::Milliseconds(500));
+  ASSERT_TRUE(shard.PushAll(0, 0, 4.0f).ok());
+  EXPECT_EQ(shard.Value(100), -3.0f);
+}
+
+TEST(ConsistencyTest, AWorkerThatKeepsPushingIsNotAStraggler) {
+  // ssp:1, straggler timeout 2 s. Worker 0 is two clocks ahead of worker 1,
+  // which pushes a clock every 1.2 s: worker 0's pull waits 2.4 s, longer
+  // than the timeout, yet worker 1 never went 2 s without a push.
+  Shard shard(testutil::Consistency(shardps::CONSISTENCY_SSP, 2, 1, 2.0,
+                                    shardps::STRAGGLER_FAIL));
+  ASSERT_TRUE(shard.PushAll(0, 0, 1.0f).ok());
+  ASSERT_TRUE(shard.PushAll(0, 1, 1.0f).ok());
+  PullProbe pull;
+  const absl::Time start = absl::Now();
+  shard.consistency.Pull(0, 2, pull.Continuation());  // needs clock 1 of all
+  EXPECT_FALSE(pull.done.HasBeenNotified());
+  std::thread slow([&] {
+    for (uint64_t c = 0; c < 2; ++c) {
+      absl::SleepFor(absl::Milliseconds(1200));
+      ASSERT_TRUE(shard.PushAll(1, c, 1.0f).ok());
+    }
+  });
+  slow.join();
+  ASSERT_TRUE(pull.WaitFor(absl::Seconds(30)));
+  EXPECT_TRUE(pull.status.ok()) << pull.status;
+  EXPECT_GE(absl::Now() - start, absl::Seconds(2));
+  EXPECT_TRUE(shard.consistency.dropped_workers().empty());
 }
 
 TEST(ConsistencyTest, CloseEndsWaitingPulls) {

@@ -67,6 +67,28 @@ TEST(PushLedgerTest, AckedBelowForgetsOldPiecesButStillRefusesToReapply) {
   EXPECT_EQ(late->version, 0u);
 }
 
+TEST(PushLedgerTest, AckedBelowAboveTheSequenceIsRefusedAndChangesNothing) {
+  PushLedger ledger;
+  ASSERT_EQ(Kind(ledger.Admit(Id(7, 4), 4)), Admission::kApply);
+  ledger.Commit(Id(7, 4), 1);
+  absl::StatusOr<Admission> bad = ledger.Admit(Id(7, 5), 10);
+  EXPECT_TRUE(absl::IsInvalidArgument(bad.status())) << bad.status();
+  EXPECT_NE(bad.status().message().find("acked_below 10"), std::string::npos)
+      << bad.status();
+  // Believed, it would have made every sequence below 10 a duplicate.
+  EXPECT_EQ(Kind(ledger.Admit(Id(7, 7), 7)), Admission::kApply);
+  ledger.Commit(Id(7, 7), 2);
+  // Equal is what a client sends with nothing else in flight.
+  EXPECT_EQ(Kind(ledger.Admit(Id(7, 8), 8)), Admission::kApply);
+  ledger.Commit(Id(7, 8), 4);
+  EXPECT_EQ(ledger.duplicates(), 0u);
+  // And it is refused in a session the ledger has not seen, which keeps
+  // the worker's current one.
+  bad = ledger.Admit(Id(9, 1), 2);
+  EXPECT_TRUE(absl::IsInvalidArgument(bad.status())) << bad.status();
+  EXPECT_EQ(Kind(ledger.Admit(Id(7, 8), 8)), Admission::kDuplicate);
+}
+
 TEST(PushLedgerTest, ANewSessionRetiresTheOldOne) {
   PushLedger ledger;
   ASSERT_EQ(Kind(ledger.Admit(Id(7, 1), 1)), Admission::kApply);

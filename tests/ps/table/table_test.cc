@@ -5,8 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "util/table.h"
@@ -102,6 +104,59 @@ TEST(TableTest, ARefusedPushChangesNothingNotEvenTheLedger) {
   absl::StatusOr<PushOutcome> ok = PushValue(table.get(), 0, 9, 1, 1.0f);
   ASSERT_TRUE(ok.ok()) << ok.status();
   EXPECT_FALSE(ok->duplicate);
+}
+
+TEST(TableTest, AnAsyncTableTakesExactlyMaxWorkersWorkers) {
+  shardps::CreateTableRequest spec = TableSpec("w", 64, 1, 0, 1.0f);
+  spec.mutable_init()->Clear();  // zeros: every step below is exact
+  TableSettings settings;
+  settings.max_workers = 8;
+  absl::StatusOr<std::unique_ptr<Table>> made =
+      Table::Create(spec, {0, 64}, settings);
+  ASSERT_TRUE(made.ok()) << made.status();
+  Table* table = made->get();
+  // 32 new workers push at once, with and without a session: exactly 8
+  // get in, whichever they are.
+  std::vector<std::thread> threads;
+  std::atomic<int> applied{0}, refused{0};
+  for (uint32_t w = 0; w < 32; ++w) {
+    threads.emplace_back([&, w] {
+      absl::StatusOr<PushOutcome> r =
+          PushValue(table, w, w % 2 == 0 ? 0 : 100 + w, 1, 1.0f);
+      if (r.ok()) {
+        ++applied;
+      } else if (absl::IsResourceExhausted(r.status())) {
+        ++refused;
+      } else {
+        ADD_FAILURE() << r.status();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(applied.load(), 8);
+  EXPECT_EQ(refused.load(), 24);
+  std::map<uint32_t, uint64_t> clocks = Clocks(*table);
+  ASSERT_EQ(clocks.size(), 8u);
+  EXPECT_EQ(table->version(), 8u);
+  EXPECT_EQ(Values(table), std::vector<float>(64, -8.0f));
+  // The 8 go on pushing; a refused worker is still refused.
+  const uint32_t known = clocks.begin()->first;
+  EXPECT_TRUE(PushValue(table, known, 0, 2, 1.0f).ok());
+  uint32_t stranger = 0;
+  while (clocks.count(stranger) != 0) ++stranger;
+  EXPECT_TRUE(absl::IsResourceExhausted(
+      PushValue(table, stranger, 0, 1, 1.0f).status()));
+}
+
+TEST(TableTest, ASyncTableRefusesWorkersOutsideItsBarrierBeforeTheLedger) {
+  std::unique_ptr<Table> table = Make(SyncSpec(64));
+  absl::StatusOr<PushOutcome> r = PushValue(table.get(), 2, 5, 1, 1.0f);
+  EXPECT_TRUE(absl::IsInvalidArgument(r.status())) << r.status();
+  EXPECT_NE(r.status().message().find("worker 2 is not in the barrier"),
+            std::string::npos)
+      << r.status();
+  EXPECT_TRUE(Clocks(*table).empty());
+  EXPECT_EQ(table->version(), 0u);
 }
 
 TEST(TableTest, ARestoredTableKeepsValuesVersionClocksAndLedger) {
