@@ -16,6 +16,7 @@ packages=(
   universal-ctags  # tests/layout: function lengths
   strace  # tests/fault: crash points inside a checkpoint write
   openssl  # test certificates for the TLS tests
+  etcd-server  # membership of replicated shards (--etcd, --replicas)
 )
 
 # kubectl may already come from another package (e.g. Google's); Debian's

@@ -23,6 +23,7 @@ import sys
 # component folder -> the project folders it may include (besides itself).
 RULES = {
     "ps/base": [],
+    "ps/coord": ["ps/base"],
     "ps/wire": ["ps/base"],
     "ps/table": ["ps/base", "ps/wire"],
     "ps/server": ["ps/base", "ps/wire", "ps/table", "ps/obs"],

@@ -1,0 +1,51 @@
+// Test helper: a single-member etcd on free loopback ports, its data in a
+// directory of the test's (ps/coord/etcd_process.h).
+#ifndef SHARDPS_TESTS_UTIL_ETCD_H_
+#define SHARDPS_TESTS_UTIL_ETCD_H_
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <memory>
+#include <string>
+
+#include "ps/coord/etcd_client.h"
+#include "ps/coord/etcd_process.h"
+#include "util/processes.h"
+
+namespace testutil {
+
+inline constexpr char kEtcd[] = "/usr/bin/etcd";
+
+inline bool HaveEtcd() { return ::access(kEtcd, X_OK) == 0; }
+
+// etcd with its data under `dir`; the same ports again when given (a
+// restart). Null, with a test failure, if it does not start.
+inline std::unique_ptr<ps::EtcdProcess> StartEtcd(const std::string& dir,
+                                                  int client_port = 0,
+                                                  int peer_port = 0) {
+  ps::EtcdProcessOptions o;
+  o.binary = kEtcd;
+  o.data_dir = dir + "/etcd-data";
+  o.log_path = dir + "/etcd.log";
+  o.client_port = client_port > 0 ? client_port : FreeLoopbackPort();
+  o.peer_port = peer_port > 0 ? peer_port : FreeLoopbackPort();
+  absl::StatusOr<std::unique_ptr<ps::EtcdProcess>> etcd =
+      ps::EtcdProcess::Start(o);
+  EXPECT_TRUE(etcd.ok()) << etcd.status();
+  return etcd.ok() ? *std::move(etcd) : nullptr;
+}
+
+inline std::unique_ptr<ps::EtcdClient> EtcdClientFor(
+    const std::string& endpoint) {
+  ps::EtcdOptions o;
+  o.endpoint = endpoint;
+  o.timeout = absl::Seconds(2);
+  absl::StatusOr<std::unique_ptr<ps::EtcdClient>> c = ps::EtcdClient::Create(o);
+  EXPECT_TRUE(c.ok()) << c.status();
+  return c.ok() ? *std::move(c) : nullptr;
+}
+
+}  // namespace testutil
+
+#endif  // SHARDPS_TESTS_UTIL_ETCD_H_
