@@ -11,6 +11,9 @@
 namespace ps {
 namespace {
 
+// Marks a registered replica that does not hold the shard's state yet.
+constexpr absl::string_view kCatchingUp = " catching-up";
+
 bool IsUnreachable(const absl::Status& s) {
   return absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s);
 }
@@ -56,7 +59,9 @@ absl::Status AddKey(const shardps::etcd::KeyValue& kv, absl::string_view rest,
       !absl::SimpleAtoi(parts[2], &replica.replica) || kv.value().empty()) {
     return BadKey(kv.key(), "not shards/S/primary or shards/S/replicas/R");
   }
-  replica.address = kv.value();
+  absl::string_view value = kv.value();
+  replica.ready = !absl::ConsumeSuffix(&value, kCatchingUp);
+  replica.address = std::string(value);
   s.replicas.push_back(std::move(replica));
   return absl::OkStatus();
 }
@@ -117,7 +122,7 @@ absl::StatusOr<std::unique_ptr<ServerMembership>> ServerMembership::Join(
   absl::StatusOr<int64_t> lease = etcd.GrantLease(m->options_.ttl);
   if (!lease.ok()) return lease.status();
   absl::StatusOr<int64_t> put =
-      etcd.Put(m->replica_key_, m->options_.address, *lease);
+      etcd.Put(m->replica_key_, m->ReplicaValue(false), *lease);
   if (!put.ok()) return put.status();
   {
     absl::MutexLock lock(&m->mu_);
@@ -133,10 +138,23 @@ absl::StatusOr<std::unique_ptr<ServerMembership>> ServerMembership::Join(
 
 ServerMembership::~ServerMembership() { Leave(); }
 
-void ServerMembership::SetReady(bool ready) {
+std::string ServerMembership::ReplicaValue(bool ready) const {
+  return ready ? options_.address : absl::StrCat(options_.address, kCatchingUp);
+}
+
+absl::Status ServerMembership::SetReady(bool ready) {
+  int64_t lease;
+  {
+    absl::MutexLock lock(&mu_);
+    lease = lease_;
+  }
+  absl::StatusOr<int64_t> put =
+      options_.etcd->Put(replica_key_, ReplicaValue(ready), lease);
+  if (!put.ok()) return put.status();
   absl::MutexLock lock(&mu_);
   ready_ = ready;
   wake_.Signal();  // campaign now rather than at the next renewal
+  return absl::OkStatus();
 }
 
 bool ServerMembership::ready() const {
@@ -147,6 +165,11 @@ bool ServerMembership::ready() const {
 bool ServerMembership::is_primary() const {
   absl::MutexLock lock(&mu_);
   return primary_;
+}
+
+int64_t ServerMembership::newest_epoch() const {
+  absl::MutexLock lock(&mu_);
+  return newest_epoch_;
 }
 
 int64_t ServerMembership::epoch() const {
@@ -269,6 +292,10 @@ absl::Status ServerMembership::Campaign() {
     was = primary_;
     primary_ = mine;
     epoch_ = epoch;
+    if (!current->kvs().empty()) {
+      newest_epoch_ =
+          std::max(newest_epoch_, current->kvs(0).create_revision());
+    }
   }
   if (mine && !was) {
     Logf(options_.log, "primary of shard %d (epoch %d)", options_.shard, epoch);

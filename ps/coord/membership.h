@@ -1,6 +1,8 @@
 // Membership of a replicated job in etcd (DESIGN.md, "Membership and
 // replication"). Under /shardps/JOB/ each shard S has
-//   shards/S/replicas/R   -> "host:port" of replica R, tied to its lease
+//   shards/S/replicas/R   -> "host:port" of replica R, tied to its lease,
+//                            with " catching-up" after it until the
+//                            replica holds the shard's state
 //   shards/S/primary      -> "R host:port" of the primary, tied to the
 //                            primary's lease and created by a transaction
 //                            that succeeds only when the key is absent
@@ -42,6 +44,7 @@ std::string PrimaryKey(absl::string_view job, uint32_t shard);
 struct ReplicaAddress {
   uint32_t replica = 0;
   std::string address;
+  bool ready = true;  // false while it catches up
 };
 
 struct ShardLayout {
@@ -87,14 +90,19 @@ class ServerMembership {
   // Leave()s.
   ~ServerMembership();
 
-  // A replica that is not (yet) caught up must not become primary. A
-  // replica whose lease ended (etcd did not hear from it for the ttl) is
-  // registered again as not ready: call SetReady(true) once caught up.
-  void SetReady(bool ready);
+  // Says in etcd whether this replica holds the shard's state: one that is
+  // not (yet) caught up must not become primary, nor be counted on by the
+  // primary. A replica whose lease ended (etcd did not hear from it for
+  // the ttl) is registered again as not ready: call SetReady(true) once
+  // caught up.
+  absl::Status SetReady(bool ready);
   bool ready() const;
   bool is_primary() const;
   // The shard's epoch while this replica is primary; else 0.
   int64_t epoch() const;
+  // The newest epoch of the shard this replica has seen (its own or
+  // another primary's); a forwarded push of an older one is stale.
+  int64_t newest_epoch() const;
   // Whether the last call to etcd failed (the layout is frozen meanwhile).
   bool etcd_unreachable() const;
 
@@ -110,6 +118,7 @@ class ServerMembership {
   void Run();
   absl::Status Renew();
   absl::Status Campaign();
+  std::string ReplicaValue(bool ready) const;
   // Records whether etcd answered; logs the changes.
   void NoteReachable(const absl::Status& status);
 
@@ -124,6 +133,7 @@ class ServerMembership {
   bool ready_ ABSL_GUARDED_BY(mu_) = false;
   bool primary_ ABSL_GUARDED_BY(mu_) = false;
   int64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t newest_epoch_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t lease_ ABSL_GUARDED_BY(mu_) = 0;
   bool unreachable_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;

@@ -45,6 +45,20 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
       return StatsFamilies(stats);
     });
   }
+  const bool replicated = !options.replication.etcd.empty();
+  if (replicated && !options.checkpoint.dir.empty()) {
+    return absl::InvalidArgumentError(
+        "a replicated server (--etcd) keeps its state in its replicas; "
+        "--checkpoint_dir cannot be combined with it yet");
+  }
+  if (replicated) {
+    absl::StatusOr<std::unique_ptr<Replicator>> replicator = Replicator::Create(
+        options.replication, options.job, options.auth_token, options.tls,
+        &server->service_->registry(), options.log);
+    if (!replicator.ok()) return replicator.status();
+    server->replicator_ = *std::move(replicator);
+    server->service_->set_replicator(server->replicator_.get());
+  }
   if (!options.checkpoint.dir.empty()) {
     CheckpointOptions checkpoint = options.checkpoint;
     checkpoint.log = options.log;
@@ -55,9 +69,33 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
     server->service_->set_checkpointer(server->checkpointer_.get());
   }
   const std::string listen = absl::StrCat(options.host, ":", options.port);
+  server->server_ = server->Build(listen, *credentials);
+  if (server->server_ == nullptr || server->port_ == 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", listen,
+                     " (address in use, or not an address of this host?)"));
+  }
+  if (replicated) {
+    // Serving already (calls are answered "catching up" meanwhile): the
+    // primary forwards to this replica while it copies the state.
+    if (absl::Status s = server->replicator_->Start(server->address());
+        !s.ok()) {
+      return s;
+    }
+  }
+  server->server_->GetHealthCheckService()->SetServingStatus(true);
+  if (server->checkpointer_ != nullptr) server->checkpointer_->StartPeriodic();
+  return server;
+}
+
+std::unique_ptr<grpc::Server> Server::Build(
+    const std::string& listen,
+    std::shared_ptr<grpc::ServerCredentials> credentials) {
+  const ServerOptions& options = options_;
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(listen, *credentials, &server->port_);
-  builder.RegisterService(server->service_.get());
+  builder.AddListeningPort(listen, credentials, &port_);
+  builder.RegisterService(service_.get());
+  if (replicator_ != nullptr) builder.RegisterService(replicator_.get());
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   // gRPC sets SO_REUSEPORT by default, which would let a second server bind
@@ -75,19 +113,13 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
     builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
                                options.max_concurrent_streams);
   }
-  server->server_ = builder.BuildAndStart();
-  if (server->server_ == nullptr || server->port_ == 0) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", listen,
-                     " (address in use, or not an address of this host?)"));
-  }
-  server->server_->GetHealthCheckService()->SetServingStatus(true);
-  if (server->checkpointer_ != nullptr) server->checkpointer_->StartPeriodic();
-  return server;
+  return builder.BuildAndStart();
 }
 
 std::string Server::address() const {
-  return absl::StrCat(options_.host, ":", port_);
+  return absl::StrCat(
+      options_.advertise_host.empty() ? options_.host : options_.advertise_host,
+      ":", port_);
 }
 
 absl::Status Server::Shutdown(absl::Duration grace) {

@@ -53,6 +53,11 @@ struct ServerOptions {
   // Prometheus metrics (ps/server/server_metrics.h) served at
   // http://host:metrics_port/metrics; 0: any free port; -1: none.
   int metrics_port = -1;
+  // With replication.etcd set, this server is one replica of a shard
+  // (ps/server/replicator.h), reached by peers and clients at
+  // advertise_host (empty: host) and its port.
+  ReplicationOptions replication;
+  std::string advertise_host;
 };
 
 class Server {
@@ -74,7 +79,7 @@ class Server {
   int metrics_port() const {
     return metrics_endpoint_ ? metrics_endpoint_->port() : -1;
   }
-  // "host:port" with the port actually bound.
+  // "host:port" with the port actually bound (advertise_host if set).
   std::string address() const;
 
   // Marks the server NOT_SERVING, stops accepting calls (new ones get
@@ -88,6 +93,11 @@ class Server {
 
  private:
   explicit Server(ServerOptions options) : options_(std::move(options)) {}
+  // The gRPC server with this server's services, listening on `listen`;
+  // null when it cannot bind.
+  std::unique_ptr<grpc::Server> Build(
+      const std::string& listen,
+      std::shared_ptr<grpc::ServerCredentials> credentials);
 
   const ServerOptions options_;
   // Declared first, to outlive the service that counts into them; the
@@ -97,6 +107,7 @@ class Server {
   // Declared before server_ so that they outlive it.
   std::unique_ptr<ParameterService> service_;
   std::unique_ptr<Checkpointer> checkpointer_;
+  std::unique_ptr<Replicator> replicator_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   absl::Mutex shutdown_mu_;

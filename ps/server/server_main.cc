@@ -59,6 +59,16 @@ ABSL_FLAG(int, metrics_port, -1,
           "applied updates, per-worker clock lag) at "
           "http://HOST:PORT/metrics on --host; 0 picks any free port; -1: "
           "no metrics endpoint.");
+ABSL_FLAG(std::string, etcd, "",
+          "http://host:port of the job's etcd: this server is replica "
+          "--replica of shard --shard, with the others of that shard in "
+          "etcd (async tables only). Empty: not replicated.");
+ABSL_FLAG(int, shard, 0, "With --etcd: the shard this server replicates.");
+ABSL_FLAG(int, replica, 0,
+          "With --etcd: this server's replica number within its shard.");
+ABSL_FLAG(std::string, advertise_host, "",
+          "With --etcd: the host peers and clients reach this server at "
+          "(empty: --host, which must then not be 0.0.0.0).");
 ABSL_FLAG(double, shutdown_grace_s, 5,
           "Seconds in-flight calls get to finish on SIGTERM/SIGINT/SIGHUP.");
 
@@ -122,10 +132,31 @@ absl::Status ReadStateFlags(ps::ServerOptions* o) {
   return absl::OkStatus();
 }
 
+// --etcd and where this replica sits.
+absl::Status ReadReplicationFlags(ps::ServerOptions* o) {
+  o->replication.etcd = absl::GetFlag(FLAGS_etcd);
+  o->advertise_host = absl::GetFlag(FLAGS_advertise_host);
+  const int shard = absl::GetFlag(FLAGS_shard);
+  const int replica = absl::GetFlag(FLAGS_replica);
+  if (shard < 0 || replica < 0) {
+    return absl::InvalidArgumentError("--shard and --replica must be >= 0");
+  }
+  o->replication.shard = shard;
+  o->replication.replica = replica;
+  if (!o->replication.etcd.empty() && o->advertise_host.empty() &&
+      (o->host == "0.0.0.0" || o->host == "::")) {
+    return absl::InvalidArgumentError(
+        "--etcd with --host=" + o->host +
+        " needs --advertise_host: the address peers and clients reach");
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ps::ServeOptions> ServeOptionsFromFlags() {
   ps::ServeOptions o;
   if (absl::Status s = ReadServingFlags(&o.server); !s.ok()) return s;
   if (absl::Status s = ReadStateFlags(&o.server); !s.ok()) return s;
+  if (absl::Status s = ReadReplicationFlags(&o.server); !s.ok()) return s;
   o.port_file = absl::GetFlag(FLAGS_port_file);
   o.shutdown_grace = absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_s));
   o.trace_path = absl::GetFlag(FLAGS_trace);

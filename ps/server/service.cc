@@ -117,6 +117,26 @@ absl::Status ParameterService::Admit(
                            : "wrong auth token");
 }
 
+absl::Status ParameterService::CheckRole(
+    const grpc::CallbackServerContext& context, bool* forwarded,
+    uint64_t* version) const {
+  *forwarded = false;
+  *version = 0;
+  if (replicator_ == nullptr) return absl::OkStatus();
+  const auto& metadata = context.client_metadata();
+  auto epoch = metadata.find(kEpochMetadataKey);
+  if (epoch == metadata.end()) return replicator_->CheckPrimary();
+  *forwarded = true;
+  auto carried = metadata.find(kVersionMetadataKey);
+  const absl::string_view version_text =
+      carried == metadata.end()
+          ? absl::string_view("0")
+          : absl::string_view(carried->second.data(), carried->second.size());
+  return replicator_->CheckForwarded(
+      absl::string_view(epoch->second.data(), epoch->second.size()),
+      version_text, version);
+}
+
 absl::Status ParameterService::MaybeDropReply(absl::Status status,
                                               absl::string_view what) {
   if (!status.ok() || drop_reply_fraction_ <= 0) return status;
@@ -155,8 +175,16 @@ grpc::ServerUnaryReactor* ParameterService::CreateTable(
   const absl::Time start = absl::Now();
   shardps::CreateTableRequest create;
   shardps::CreateTableResponse reply;
+  bool forwarded = false;
+  uint64_t unused_version = 0;
   absl::Status status = Admit(*context);
+  if (status.ok()) status = CheckRole(*context, &forwarded, &unused_version);
   if (status.ok()) status = ParseSmallMessage(*request, &create);
+  if (status.ok() && replicator_ != nullptr &&
+      create.consistency().mode() != shardps::CONSISTENCY_ASYNC) {
+    status = absl::FailedPreconditionError(
+        "replicated servers (--etcd) take async tables only, for now");
+  }
   if (status.ok()) {
     bool created = false;
     absl::StatusOr<Table*> table = registry_.CreateTable(create, &created);
@@ -167,6 +195,9 @@ grpc::ServerUnaryReactor* ParameterService::CreateTable(
       *response = SerializeSmallMessage(reply);
     }
     status = table.status();
+  }
+  if (status.ok() && replicator_ != nullptr && !forwarded) {
+    status = replicator_->Forward("CreateTable", *request, 0);
   }
   return Finish(context, RpcMethod::kCreateTable, start, request->Length(),
                 status.ok() ? response->Length() : 0, status);
@@ -198,6 +229,10 @@ void ParameterService::FillStats(shardps::StatsResponse* response) {
       response->methods(static_cast<int>(RpcMethod::kPush)).requests());
   response->set_rejected_requests(errors);
   response->set_uptime_seconds(absl::ToDoubleSeconds(absl::Now() - started_));
+  if (replicator_ != nullptr) {
+    response->set_role(replicator_->role());
+    response->set_epoch(replicator_->epoch());
+  }
 }
 
 grpc::ServerUnaryReactor* ParameterService::Stats(
@@ -222,8 +257,12 @@ grpc::ServerUnaryReactor* ParameterService::Pull(
     grpc::ByteBuffer* response) {
   const absl::Time start = absl::Now();
   const size_t bytes_in = request->Length();
-  if (absl::Status s = Admit(*context); !s.ok()) {
-    return Finish(context, RpcMethod::kPull, start, bytes_in, 0, s);
+  absl::Status admitted = Admit(*context);
+  if (admitted.ok() && replicator_ != nullptr) {
+    admitted = replicator_->CheckPrimary();
+  }
+  if (!admitted.ok()) {
+    return Finish(context, RpcMethod::kPull, start, bytes_in, 0, admitted);
   }
   absl::StatusOr<ParsedPull> pull = ParsePull(*request);
   if (!pull.ok() || !pull->table->pulls_may_wait()) {
@@ -254,11 +293,22 @@ grpc::ServerUnaryReactor* ParameterService::Push(
     grpc::ByteBuffer* response) {
   const absl::Time start = absl::Now();
   const size_t bytes_in = request->Length();
-  if (absl::Status s = Admit(*context); !s.ok()) {
-    return Finish(context, RpcMethod::kPush, start, bytes_in, 0, s);
+  bool forwarded = false;
+  uint64_t forwarded_version = 0;
+  absl::Status status = Admit(*context);
+  if (status.ok()) status = CheckRole(*context, &forwarded, &forwarded_version);
+  if (!status.ok()) {
+    return Finish(context, RpcMethod::kPush, start, bytes_in, 0, status);
   }
-  const absl::Status status =
-      MaybeDropReply(HandlePush(*request, response), "push");
+  PushOutcome outcome;
+  status = HandlePush(*request, response, forwarded_version, &outcome);
+  if (status.ok() && replicator_ != nullptr && !forwarded) {
+    // Acknowledged once every replica has it; a duplicate is forwarded
+    // too, in case its first arrival's forward had not finished.
+    status = replicator_->Forward("Push", *request,
+                                  outcome.duplicate ? 0 : outcome.version);
+  }
+  status = MaybeDropReply(std::move(status), "push");
   return Finish(context, RpcMethod::kPush, start, bytes_in,
                 status.ok() ? response->Length() : 0, status);
 }
@@ -372,7 +422,9 @@ absl::Status ParameterService::DecodePush(
 }
 
 absl::Status ParameterService::HandlePush(const grpc::ByteBuffer& request,
-                                          grpc::ByteBuffer* response) {
+                                          grpc::ByteBuffer* response,
+                                          uint64_t forwarded_version,
+                                          PushOutcome* outcome_out) {
   TraceSpan span(tracer_, "handle_push", "server");
   SplitMessage split;
   shardps::PushRequest push;
@@ -390,6 +442,16 @@ absl::Status ParameterService::HandlePush(const grpc::ByteBuffer& request,
   absl::StatusOr<Table*> table = registry_.Find(push.job(), push.table());
   if (!table.ok()) return table.status();
   Table& t = **table;
+  if (forwarded_version != 0 && replicator_ != nullptr &&
+      forwarded_version <= replicator_->CopiedVersion(push.table())) {
+    // Applied before the primary copied its state to this replica.
+    shardps::PushResponse reply;
+    reply.set_version(t.version());
+    reply.set_duplicate(true);
+    *response = SerializeSmallMessage(reply);
+    if (outcome_out != nullptr) *outcome_out = {t.version(), true};
+    return absl::OkStatus();
+  }
   const KeyRange keys{push.begin(), push.end()};
   size_t wire_bytes = 0;
   for (absl::string_view piece : split.bulk) wire_bytes += piece.size();
@@ -426,6 +488,7 @@ absl::Status ParameterService::HandlePush(const grpc::ByteBuffer& request,
   reply.set_version(outcome->version);
   reply.set_duplicate(outcome->duplicate);
   *response = SerializeSmallMessage(reply);
+  if (outcome_out != nullptr) *outcome_out = *outcome;
   return absl::OkStatus();
 }
 

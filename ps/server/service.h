@@ -31,6 +31,7 @@
 #include "proto/shardps.grpc.pb.h"
 #include "ps/obs/trace.h"
 #include "ps/server/checkpointer.h"
+#include "ps/server/replicator.h"
 #include "ps/server/server_metrics.h"
 #include "ps/table/table_registry.h"
 #include "ps/wire/buffer_pool.h"
@@ -84,6 +85,9 @@ class ParameterService final : public ParameterServiceBase {
   void set_checkpointer(const Checkpointer* checkpointer) {
     checkpointer_ = checkpointer;
   }
+  // Makes this server a replica (ps/server/replicator.h); set before
+  // serving starts.
+  void set_replicator(Replicator* replicator) { replicator_ = replicator; }
 
   // What the Stats RPC answers: tables, request and byte counts.
   void FillStats(shardps::StatsResponse* response);
@@ -115,8 +119,14 @@ class ParameterService final : public ParameterServiceBase {
   };
   WaitingPull HandlePull(const grpc::ByteBuffer& request,
                          grpc::ByteBuffer* response, PullDone done);
+  // `forwarded_version`: a push forwarded by the primary with the version
+  // it made there (0 otherwise); one already in the state copied from the
+  // primary is acknowledged as a duplicate. *outcome, when given, gets what
+  // the push did.
   absl::Status HandlePush(const grpc::ByteBuffer& request,
-                          grpc::ByteBuffer* response);
+                          grpc::ByteBuffer* response,
+                          uint64_t forwarded_version = 0,
+                          PushOutcome* outcome = nullptr);
 
  private:
   // UNAUTHENTICATED unless the call carries the job's token; UNAVAILABLE
@@ -133,6 +143,11 @@ class ParameterService final : public ParameterServiceBase {
                           KeyRange keys,
                           absl::Span<const absl::string_view> bulk,
                           size_t bulk_bytes, PooledBuffer* decoded);
+  // With replication, a client's call must reach the primary and a
+  // forwarded one (the primary's epoch in its metadata) must be current;
+  // *forwarded says which it is, *version what a forwarded push carries.
+  absl::Status CheckRole(const grpc::CallbackServerContext& context,
+                         bool* forwarded, uint64_t* version) const;
   // A pull request read and checked against its table.
   struct ParsedPull {
     Table* table;
@@ -170,6 +185,7 @@ class ParameterService final : public ParameterServiceBase {
   absl::Mutex drop_mu_;
   absl::BitGen drop_random_ ABSL_GUARDED_BY(drop_mu_);
   const Checkpointer* checkpointer_ = nullptr;
+  Replicator* replicator_ = nullptr;
   BufferPool pull_buffers_;
   BufferPool scratch_buffers_;  // decoding and encoding 16-bit values
   std::atomic<uint64_t> bytes_pulled_{0};

@@ -155,7 +155,9 @@ TEST_F(ContainerTest, ImageRunsTwoServersAndTwoWorkers) {
     EXPECT_EQ(s.partition_records(), 30000u);  // 60,000 images / 2
     // Fashion-MNIST's test set has 1,000 images of each of 10 classes
     // (chance 0.1); 2 x 50 steps of 64 reach about 0.75 outside the image.
-    if (r == 0) EXPECT_GE(s.test_accuracy(), 0.55);
+    if (r == 0) {
+      EXPECT_GE(s.test_accuracy(), 0.55);
+    }
   }
   for (const std::string& s : servers) {
     std::tie(code, out) = Shell("podman stop -t 10 " + s);

@@ -86,8 +86,12 @@ TEST_P(TrainingModesTest, TrainsWellAboveChance) {
   }
   for (const std::string& flag : mode.worker_flags) {
     const std::vector<std::string> kv = absl::StrSplit(flag, '=');
-    if (kv[0] == "--compression") EXPECT_EQ(sum.compression(), kv[1]);
-    if (kv[0] == "--consistency") EXPECT_EQ(sum.consistency(), kv[1]);
+    if (kv[0] == "--compression") {
+      EXPECT_EQ(sum.compression(), kv[1]);
+    }
+    if (kv[0] == "--consistency") {
+      EXPECT_EQ(sum.consistency(), kv[1]);
+    }
     if (kv[0] == "--optimizer") {
       EXPECT_NE(sum.optimizer().find(absl::StrCat("name: \"", kv[1], "\"")),
                 std::string::npos)

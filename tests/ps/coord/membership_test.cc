@@ -86,13 +86,17 @@ TEST_F(MembershipTest, OneReadyReplicaPerShardBecomesPrimary) {
   ASSERT_EQ(layout.shards[0].replicas.size(), 2u);
   EXPECT_EQ(layout.shards[0].replicas[1].address, "10.0.0.1:7070");
   EXPECT_EQ(layout.shards[0].epoch, 0) << "nobody is ready yet";
+  EXPECT_FALSE(layout.shards[0].replicas[0].ready);
   // Replica 1 only: it must win though replica 0 joined first.
-  b->SetReady(true);
+  ASSERT_TRUE(b->SetReady(true).ok());
   ShardLayout s0 = AwaitPrimary(0);
   EXPECT_EQ(s0.primary_replica, 1u);
   EXPECT_EQ(s0.primary_address, "10.0.0.1:7070");
-  a->SetReady(true);
-  c->SetReady(true);
+  EXPECT_TRUE(s0.replicas[1].ready);
+  EXPECT_EQ(s0.replicas[1].address, "10.0.0.1:7070");
+  EXPECT_FALSE(s0.replicas[0].ready);
+  ASSERT_TRUE(a->SetReady(true).ok());
+  ASSERT_TRUE(c->SetReady(true).ok());
   const ShardLayout s1 = AwaitPrimary(1);
   EXPECT_EQ(s1.primary_address, "10.0.1.0:7070");
   ASSERT_TRUE(log1.AwaitLine("primary of shard 0", absl::Seconds(10)));
@@ -110,11 +114,11 @@ TEST_F(MembershipTest, OneReadyReplicaPerShardBecomesPrimary) {
 TEST_F(MembershipTest, ABackupTakesOverWhenThePrimaryLeaves) {
   testutil::RecordingLog log0, log1;
   std::unique_ptr<ServerMembership> a = Join(0, 0, &log0);
-  a->SetReady(true);
+  ASSERT_TRUE(a->SetReady(true).ok());
   const ShardLayout first = AwaitPrimary(0);
   ASSERT_EQ(first.primary_replica, 0u);
   std::unique_ptr<ServerMembership> b = Join(0, 1, &log1);
-  b->SetReady(true);
+  ASSERT_TRUE(b->SetReady(true).ok());
   const absl::Time left = absl::Now();
   a->Leave();
   const ShardLayout second = AwaitPrimary(0, first.epoch);
@@ -132,10 +136,10 @@ TEST_F(MembershipTest, ABackupTakesOverWhenThePrimaryLeaves) {
 TEST_F(MembershipTest, APrimaryWhoseLeaseEndedStepsDownAndRejoins) {
   testutil::RecordingLog log0, log1;
   std::unique_ptr<ServerMembership> a = Join(0, 0, &log0);
-  a->SetReady(true);
+  ASSERT_TRUE(a->SetReady(true).ok());
   const ShardLayout first = AwaitPrimary(0);
   std::unique_ptr<ServerMembership> b = Join(0, 1, &log1);
-  b->SetReady(true);
+  ASSERT_TRUE(b->SetReady(true).ok());
   // What a primary paused longer than its TTL (or cut off from etcd while
   // etcd runs) finds: its lease gone. etcd ends it here.
   absl::StatusOr<shardps::etcd::RangeResponse> key =
@@ -161,10 +165,10 @@ TEST_F(MembershipTest, APrimaryWhoseLeaseEndedStepsDownAndRejoins) {
 TEST_F(MembershipTest, TheLayoutStandsWhileEtcdIsAway) {
   testutil::RecordingLog log0, log1;
   std::unique_ptr<ServerMembership> a = Join(0, 0, &log0);
-  a->SetReady(true);
+  ASSERT_TRUE(a->SetReady(true).ok());
   const ShardLayout first = AwaitPrimary(0);
   std::unique_ptr<ServerMembership> b = Join(0, 1, &log1);
-  b->SetReady(true);
+  ASSERT_TRUE(b->SetReady(true).ok());
   const EtcdProcessOptions ports = etcd_->options();
   etcd_->Kill();
   ASSERT_TRUE(log0.AwaitLine("etcd unreachable", absl::Seconds(10)));

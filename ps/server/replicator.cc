@@ -1,0 +1,492 @@
+#include "ps/server/replicator.h"
+
+#include <grpcpp/create_channel.h>
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "ps/wire/grpc_status.h"
+#include "ps/wire/security.h"
+
+namespace ps {
+namespace {
+
+// How long the primary keeps retrying a replica that is still registered.
+constexpr absl::Duration kForwardGiveUp = absl::Seconds(60);
+constexpr absl::Duration kForwardCallTimeout = absl::Seconds(5);
+// How long a joining replica waits for a primary to copy from.
+constexpr absl::Duration kCatchUpWait = absl::Seconds(30);
+constexpr size_t kChunkValues = (1 << 20) / sizeof(float);
+
+bool IsTransient(grpc::StatusCode code) {
+  return code == grpc::StatusCode::UNAVAILABLE ||
+         code == grpc::StatusCode::DEADLINE_EXCEEDED ||
+         code == grpc::StatusCode::CANCELLED;
+}
+
+// Streams the tables' snapshots as CatchUpChunks, one write at a time.
+class CatchUpWriter final
+    : public grpc::ServerWriteReactor<shardps::CatchUpChunk> {
+ public:
+  explicit CatchUpWriter(std::vector<TableSnapshot> tables)
+      : tables_(std::move(tables)) {
+    Next();
+  }
+  // Ends the call at once with `status`.
+  explicit CatchUpWriter(const absl::Status& status) {
+    Finish(ToGrpcStatus(status));
+  }
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "write failed"));
+      return;
+    }
+    Next();
+  }
+  void OnDone() override { delete this; }  // gRPC's callback API owns it
+
+ private:
+  // Writes the next chunk, or finishes.
+  void Next() {
+    if (table_ == tables_.size()) {
+      Finish(grpc::Status::OK);
+      return;
+    }
+    const TableSnapshot& t = tables_[table_];
+    chunk_.Clear();
+    if (array_ == 0 && offset_ == 0) *chunk_.mutable_meta() = t.meta;
+    if (array_ < t.arrays.size()) {
+      const std::vector<float>& a = t.arrays[array_];
+      const size_t n = std::min(kChunkValues, a.size() - offset_);
+      chunk_.set_array(array_);
+      chunk_.set_offset(offset_);
+      chunk_.set_values(reinterpret_cast<const char*>(a.data() + offset_),
+                        n * sizeof(float));
+      offset_ += n;
+      if (offset_ == a.size()) {
+        ++array_;
+        offset_ = 0;
+      }
+    }
+    if (array_ >= t.arrays.size()) {
+      chunk_.set_last(true);
+      ++table_;
+      array_ = 0;
+      offset_ = 0;
+    }
+    StartWrite(&chunk_);
+  }
+
+  std::vector<TableSnapshot> tables_;
+  size_t table_ = 0;
+  size_t array_ = 0;
+  size_t offset_ = 0;
+  shardps::CatchUpChunk chunk_;
+};
+
+// Adds one chunk to the table being received; true when it is complete.
+absl::StatusOr<bool> AddChunk(const shardps::CatchUpChunk& chunk,
+                              TableSnapshot* table) {
+  if (chunk.has_meta()) {
+    table->meta = chunk.meta();
+    table->arrays.assign(chunk.meta().arrays(), {});
+  }
+  if (!chunk.values().empty()) {
+    if (chunk.array() >= table->arrays.size() ||
+        chunk.values().size() % sizeof(float) != 0) {
+      return absl::DataLossError("a catch-up chunk does not fit its table");
+    }
+    std::vector<float>& a = table->arrays[chunk.array()];
+    if (chunk.offset() != a.size()) {
+      return absl::DataLossError("catch-up chunks out of order");
+    }
+    const size_t n = chunk.values().size() / sizeof(float);
+    a.resize(a.size() + n);
+    std::memcpy(a.data() + chunk.offset(), chunk.values().data(),
+                chunk.values().size());
+  }
+  return chunk.last();
+}
+
+}  // namespace
+
+Replicator::Replicator(ReplicationOptions options, std::string job,
+                       std::string auth_token, TlsFiles tls,
+                       TableRegistry* registry, LogSink* log,
+                       std::unique_ptr<EtcdClient> etcd)
+    : options_(std::move(options)),
+      job_(std::move(job)),
+      auth_token_(std::move(auth_token)),
+      tls_(std::move(tls)),
+      registry_(registry),
+      log_(log),
+      etcd_(std::move(etcd)) {}
+
+absl::StatusOr<std::unique_ptr<Replicator>> Replicator::Create(
+    const ReplicationOptions& options, std::string job, std::string auth_token,
+    TlsFiles tls, TableRegistry* registry, LogSink* log) {
+  EtcdOptions etcd_options;
+  etcd_options.endpoint = options.etcd;
+  etcd_options.timeout = absl::Seconds(2);
+  absl::StatusOr<std::unique_ptr<EtcdClient>> etcd =
+      EtcdClient::Create(etcd_options);
+  if (!etcd.ok()) return etcd.status();
+  return std::unique_ptr<Replicator>(
+      new Replicator(options, std::move(job), std::move(auth_token),
+                     std::move(tls), registry, log, *std::move(etcd)));
+}
+
+Replicator::~Replicator() {
+  if (ServerMembership* m = membership(); m != nullptr) m->Leave();
+}
+
+std::string Replicator::Address() const {
+  absl::MutexLock lock(&mu_);
+  return address_;
+}
+
+ServerMembership* Replicator::membership() const {
+  absl::MutexLock lock(&mu_);
+  return membership_.get();
+}
+
+std::string Replicator::role() const {
+  ServerMembership* m = membership();
+  {
+    absl::MutexLock lock(&mu_);
+    if (catching_up_) return "catching-up";
+  }
+  return m->is_primary() ? "primary" : "backup";
+}
+
+int64_t Replicator::epoch() const {
+  ServerMembership* m = membership();
+  return m == nullptr ? 0 : m->epoch();
+}
+
+absl::Status Replicator::Start(std::string address) {
+  MembershipOptions m;
+  m.etcd = etcd_.get();
+  m.job = job_;
+  m.shard = options_.shard;
+  m.replica = options_.replica;
+  m.address = address;
+  m.ttl = options_.lease_ttl;
+  m.log = log_;
+  absl::StatusOr<std::unique_ptr<ServerMembership>> joined =
+      ServerMembership::Join(m);
+  if (!joined.ok()) return joined.status();
+  ServerMembership* membership = joined->get();
+  {
+    absl::MutexLock lock(&mu_);
+    address_ = std::move(address);
+    membership_ = *std::move(joined);
+  }
+  const absl::Time deadline = absl::Now() + kCatchUpWait;
+  while (true) {
+    absl::StatusOr<JobLayout> layout =
+        ReadLayout(*etcd_, job_, options_.shard + 1);
+    if (!layout.ok()) return layout.status();
+    const ShardLayout& shard = layout->shards[options_.shard];
+    const std::string self = Address();
+    const bool other_primary =
+        shard.epoch != 0 && shard.primary_address != self;
+    if (other_primary) {
+      if (absl::Status s = CatchUpFrom(shard.primary_address); s.ok())
+        break;
+      else if (absl::Now() > deadline)
+        return s;
+    } else {
+      // Without a primary, this replica's state is the shard's only if no
+      // other replica holds it: then one of those must take over first.
+      const bool others_ready =
+          std::any_of(shard.replicas.begin(), shard.replicas.end(),
+                      [&](const ReplicaAddress& r) {
+                        return r.ready && r.address != self;
+                      });
+      if (!others_ready && shard.epoch == 0) break;
+      if (absl::Now() > deadline) {
+        return absl::UnavailableError(absl::StrCat(
+            "shard ", options_.shard,
+            " has replicas holding its state but no primary to copy it "
+            "from within ",
+            absl::FormatDuration(kCatchUpWait)));
+      }
+    }
+    absl::SleepFor(absl::Milliseconds(50));  // waiting for a primary
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    catching_up_ = false;
+  }
+  return membership->SetReady(true);
+}
+
+absl::Status Replicator::CatchUpFrom(const std::string& primary) {
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      MakeChannelCredentials(tls_);
+  if (!credentials.ok()) return credentials.status();
+  auto stub =
+      shardps::Replication::NewStub(grpc::CreateChannel(primary, *credentials));
+  grpc::ClientContext context;
+  if (!auth_token_.empty()) {
+    context.AddMetadata(kAuthMetadataKey, BearerValue(auth_token_));
+  }
+  shardps::CatchUpRequest request;
+  request.set_job(job_);
+  request.set_shard(options_.shard);
+  request.set_address(Address());
+  Logf(log_, "catching up from the primary at %s", primary);
+  const absl::Time start = absl::Now();
+  std::unique_ptr<grpc::ClientReader<shardps::CatchUpChunk>> reader =
+      stub->CatchUp(&context, request);
+  shardps::CatchUpChunk chunk;
+  TableSnapshot table;
+  int tables = 0;
+  while (reader->Read(&chunk)) {
+    absl::StatusOr<bool> complete = AddChunk(chunk, &table);
+    if (!complete.ok()) return complete.status();
+    if (!*complete) continue;
+    const std::string name = table.meta.spec().table();
+    const uint64_t version = table.meta.version();
+    if (absl::Status s = registry_->Restore(std::move(table)); !s.ok()) {
+      return s;
+    }
+    table = TableSnapshot();
+    ++tables;
+    absl::MutexLock lock(&mu_);
+    copied_versions_[name] = version;
+  }
+  if (grpc::Status s = reader->Finish(); !s.ok()) {
+    return absl::Status(
+        static_cast<absl::StatusCode>(s.error_code()),
+        absl::StrCat("catching up from ", primary, ": ", s.error_message()));
+  }
+  Logf(log_, "caught up from %s: %d tables in %s", primary, tables,
+       absl::FormatDuration(absl::Now() - start));
+  return absl::OkStatus();
+}
+
+absl::Status Replicator::CheckPrimary() const {
+  {
+    absl::MutexLock lock(&mu_);
+    if (catching_up_) {
+      return absl::UnavailableError(absl::StrCat("replica ", options_.replica,
+                                                 " of shard ", options_.shard,
+                                                 " is catching up"));
+    }
+  }
+  ServerMembership* m = membership();
+  if (m->is_primary()) return absl::OkStatus();
+  return absl::UnavailableError(
+      absl::StrCat("replica ", options_.replica, " of shard ", options_.shard,
+                   " is not its primary (epoch ", m->newest_epoch(),
+                   "); the primary is in etcd at ", etcd_->endpoint()));
+}
+
+absl::Status Replicator::CheckForwarded(absl::string_view epoch_text,
+                                        absl::string_view version_text,
+                                        uint64_t* version) const {
+  int64_t epoch = 0;
+  if (!absl::SimpleAtoi(epoch_text, &epoch) ||
+      !absl::SimpleAtoi(version_text, version)) {
+    return absl::InvalidArgumentError("malformed replication metadata");
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    if (catching_up_) {
+      return absl::UnavailableError(
+          absl::StrCat("replica ", options_.replica, " is catching up"));
+    }
+  }
+  ServerMembership* m = membership();
+  if (m->is_primary()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("replica ", options_.replica, " is the primary of shard ",
+                     options_.shard, " at epoch ", m->epoch(),
+                     "; a forward from epoch ", epoch, " is stale"));
+  }
+  if (epoch < m->newest_epoch()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "a forward from epoch ", epoch, " of shard ", options_.shard,
+        " is stale: epoch ", m->newest_epoch(), " has begun"));
+  }
+  return absl::OkStatus();
+}
+
+uint64_t Replicator::CopiedVersion(absl::string_view table) const {
+  absl::MutexLock lock(&mu_);
+  auto it = copied_versions_.find(table);
+  return it == copied_versions_.end() ? 0 : it->second;
+}
+
+std::vector<std::string> Replicator::Targets(int64_t epoch) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (targets_epoch_ == epoch) return targets_;
+  }
+  absl::StatusOr<JobLayout> layout =
+      ReadLayout(*etcd_, job_, options_.shard + 1);
+  absl::MutexLock lock(&mu_);
+  if (targets_epoch_ == epoch) return targets_;
+  targets_epoch_ = epoch;
+  if (layout.ok()) {
+    for (const ReplicaAddress& r : layout->shards[options_.shard].replicas) {
+      if (r.ready && r.address != address_ &&
+          std::find(targets_.begin(), targets_.end(), r.address) ==
+              targets_.end()) {
+        targets_.push_back(r.address);
+      }
+    }
+  }
+  return targets_;
+}
+
+void Replicator::Drop(const std::string& address) {
+  absl::MutexLock lock(&mu_);
+  targets_.erase(std::remove(targets_.begin(), targets_.end(), address),
+                 targets_.end());
+}
+
+Replicator::Peer& Replicator::PeerFor(const std::string& address) {
+  absl::MutexLock lock(&mu_);
+  std::unique_ptr<Peer>& peer = peers_[address];
+  if (peer == nullptr) {
+    peer = std::make_unique<Peer>();
+    absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+        MakeChannelCredentials(tls_);
+    peer->channel = grpc::CreateChannel(
+        address,
+        credentials.ok() ? *credentials : grpc::InsecureChannelCredentials());
+    peer->stub = std::make_unique<grpc::GenericStub>(peer->channel);
+  }
+  return *peer;
+}
+
+bool Replicator::Registered(const std::string& address) const {
+  absl::StatusOr<JobLayout> layout =
+      ReadLayout(*etcd_, job_, options_.shard + 1);
+  // With etcd away nobody can tell; the replica counts as live.
+  if (!layout.ok()) return true;
+  const std::vector<ReplicaAddress>& replicas =
+      layout->shards[options_.shard].replicas;
+  return std::any_of(
+      replicas.begin(), replicas.end(),
+      [&](const ReplicaAddress& r) { return r.address == address; });
+}
+
+absl::Status Replicator::Forward(absl::string_view method,
+                                 const grpc::ByteBuffer& request,
+                                 uint64_t version) {
+  const int64_t epoch = membership()->epoch();
+  if (epoch == 0) {
+    return absl::UnavailableError(
+        absl::StrCat("replica ", options_.replica,
+                     " is no longer the primary of shard ", options_.shard));
+  }
+  for (const std::string& target : Targets(epoch)) {
+    if (absl::Status s = ForwardTo(target, method, request, epoch, version);
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Replicator::ForwardTo(const std::string& address,
+                                   absl::string_view method,
+                                   const grpc::ByteBuffer& request,
+                                   int64_t epoch, uint64_t version) {
+  Peer& peer = PeerFor(address);
+  const std::string path = absl::StrCat("/shardps.ParameterServer/", method);
+  const absl::Time give_up = absl::Now() + kForwardGiveUp;
+  absl::Duration backoff = absl::Milliseconds(5);
+  while (true) {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + kForwardCallTimeout));
+    context.AddMetadata(kEpochMetadataKey, absl::StrCat(epoch));
+    context.AddMetadata(kVersionMetadataKey, absl::StrCat(version));
+    if (!auth_token_.empty()) {
+      context.AddMetadata(kAuthMetadataKey, BearerValue(auth_token_));
+    }
+    grpc::ByteBuffer reply;
+    grpc::Status status;
+    absl::Notification done;
+    peer.stub->UnaryCall(&context, path, grpc::StubOptions(), &request, &reply,
+                         [&](grpc::Status s) {
+                           status = std::move(s);
+                           done.Notify();
+                         });
+    done.WaitForNotification();
+    if (status.ok()) return absl::OkStatus();
+    if (status.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
+      return absl::UnavailableError(
+          absl::StrCat("no longer the primary of shard ", options_.shard, ": ",
+                       address, " says ", status.error_message()));
+    }
+    if (!IsTransient(status.error_code())) {
+      Logf(log_, "replica %s refused a forwarded %s: %s", address, method,
+           status.error_message());
+      return absl::InternalError(absl::StrCat("replica ", address,
+                                              " refused what the primary "
+                                              "applied: ",
+                                              status.error_message()));
+    }
+    if (!Registered(address)) {
+      Logf(log_,
+           "replica %s left etcd; acknowledging without it until it "
+           "catches up again",
+           address);
+      Drop(address);
+      return absl::OkStatus();
+    }
+    if (absl::Now() > give_up) {
+      return absl::UnavailableError(absl::StrCat(
+          "replica ", address, " did not take a forwarded ", method, " for ",
+          absl::FormatDuration(kForwardGiveUp), ": ", status.error_message()));
+    }
+    absl::SleepFor(backoff);  // the replica is restarting or catching up
+    backoff = std::min(backoff * 2, absl::Milliseconds(100));
+  }
+}
+
+grpc::ServerWriteReactor<shardps::CatchUpChunk>* Replicator::CatchUp(
+    grpc::CallbackServerContext* context,
+    const shardps::CatchUpRequest* request) {
+  const auto& metadata = context->client_metadata();
+  auto token = metadata.find(kAuthMetadataKey);
+  if (!auth_token_.empty() &&
+      (token == metadata.end() ||
+       !ConstantTimeEquals(
+           BearerValue(auth_token_),
+           absl::string_view(token->second.data(), token->second.size())))) {
+    return new CatchUpWriter(
+        absl::UnauthenticatedError("this server needs the job's auth token"));
+  }
+  if (request->job() != job_ || request->shard() != options_.shard) {
+    return new CatchUpWriter(absl::FailedPreconditionError(absl::StrCat(
+        "this is shard ", options_.shard, " of job '", job_, "'")));
+  }
+  if (absl::Status s = CheckPrimary(); !s.ok()) return new CatchUpWriter(s);
+  {
+    // From now on every push is forwarded to it: one applied before a
+    // table's snapshot below is in it, one applied after is forwarded.
+    absl::MutexLock lock(&mu_);
+    if (std::find(targets_.begin(), targets_.end(), request->address()) ==
+        targets_.end()) {
+      targets_.push_back(request->address());
+    }
+  }
+  Logf(log_, "replica at %s catches up; forwarding to it from now on",
+       request->address());
+  std::vector<TableSnapshot> tables;
+  registry_->Snapshot(&tables);
+  return new CatchUpWriter(std::move(tables));
+}
+
+}  // namespace ps

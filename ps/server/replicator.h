@@ -1,0 +1,164 @@
+// Replicator makes one server a replica of one shard (--etcd, --shard,
+// --replica; DESIGN.md "Membership and replication"): its place in etcd
+// (ps/coord/membership.h), the copy of the shard's state it takes from the
+// primary before it serves, and, while it is the primary, the forwarding
+// of every push and table creation to the other replicas.
+//
+// The rules:
+// - Clients talk to the primary. A backup answers their calls UNAVAILABLE
+//   naming the primary, which a client retries (on the new primary once it
+//   reads the layout).
+// - The primary applies a push, then forwards the same request (same
+//   session and sequence) with its epoch and the table's version after the
+//   push to every replica it forwards to, and acknowledges the client only
+//   when all of them applied it. A forwarding call that fails is retried
+//   until it succeeds or the replica's lease is gone from etcd (it died);
+//   so an acknowledged push is on every live replica, and a client's retry
+//   after a failover is a duplicate there, never applied twice.
+// - A backup refuses a forwarded call whose epoch is older than one it has
+//   seen (FAILED_PRECONDITION): a primary that lost its place cannot have
+//   pushes acknowledged.
+// - A replica that joins while the shard has a primary registers as
+//   catching up, asks the primary for its state (Replication.CatchUp; the
+//   primary forwards to it from then on), installs it, and only then says
+//   it is ready. Forwarded pushes that arrive meanwhile are answered
+//   UNAVAILABLE ("catching up") and retried by the primary; those already
+//   in the copied state (version at or below it) are acknowledged without
+//   being applied again.
+// - Async tables only for now: creating a sync or ssp table on a replicated
+//   server is FAILED_PRECONDITION.
+//
+// Thread-safety: all methods are safe to call concurrently.
+#ifndef SHARDPS_PS_SERVER_REPLICATOR_H_
+#define SHARDPS_PS_SERVER_REPLICATOR_H_
+
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/support/byte_buffer.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "proto/replication.grpc.pb.h"
+#include "ps/base/log.h"
+#include "ps/coord/etcd_client.h"
+#include "ps/coord/membership.h"
+#include "ps/table/table_registry.h"
+#include "ps/wire/security.h"
+
+namespace ps {
+
+// Metadata of a forwarded call.
+inline constexpr char kEpochMetadataKey[] = "x-shardps-epoch";
+inline constexpr char kVersionMetadataKey[] = "x-shardps-version";
+
+struct ReplicationOptions {
+  std::string etcd;  // http://host:port; empty: the server is not replicated
+  uint32_t shard = 0;
+  uint32_t replica = 0;
+  // A dead replica's keys last this long in etcd (ServerMembership).
+  absl::Duration lease_ttl = absl::Seconds(1);
+};
+
+class Replicator final : public shardps::Replication::CallbackService {
+ public:
+  // Peers are called with `tls` as client credentials and `auth_token`.
+  // Until Start has caught up, every call is answered UNAVAILABLE.
+  static absl::StatusOr<std::unique_ptr<Replicator>> Create(
+      const ReplicationOptions& options, std::string job,
+      std::string auth_token, TlsFiles tls, TableRegistry* registry,
+      LogSink* log);
+  Replicator(const Replicator&) = delete;
+  Replicator& operator=(const Replicator&) = delete;
+  ~Replicator() override;
+
+  // Once the server serves at `address` ("host:port" peers and clients
+  // reach): joins etcd, catches up from the primary if the shard has one
+  // (else the local state is the shard's), then says it is ready.
+  absl::Status Start(std::string address);
+
+  // For a client's call: OK on the primary; UNAVAILABLE naming the primary
+  // (or saying there is none yet) on any other replica.
+  absl::Status CheckPrimary() const;
+  // For a forwarded call with these metadata values: OK when it may be
+  // applied (the version it carries goes to *version); FAILED_PRECONDITION
+  // when its epoch is stale, UNAVAILABLE while catching up.
+  absl::Status CheckForwarded(absl::string_view epoch,
+                              absl::string_view version_text,
+                              uint64_t* version) const;
+  // The version of `table` copied from the primary (0: not copied): a
+  // forwarded push of a version at or below it is in the copy already.
+  uint64_t CopiedVersion(absl::string_view table) const;
+  // After the primary applied a call (`method`: "Push" or "CreateTable"),
+  // forwards `request` to the replicas; OK once all applied it. `version`:
+  // the table's version the push produced (0: not newly applied).
+  absl::Status Forward(absl::string_view method,
+                       const grpc::ByteBuffer& request, uint64_t version);
+
+  // What Stats reports of this replica: "primary", "backup" or
+  // "catching-up", and its epoch while primary.
+  std::string role() const;
+  int64_t epoch() const;
+
+  // Replication.CatchUp, served by the primary.
+  grpc::ServerWriteReactor<shardps::CatchUpChunk>* CatchUp(
+      grpc::CallbackServerContext* context,
+      const shardps::CatchUpRequest* request) override;
+
+ private:
+  Replicator(ReplicationOptions options, std::string job,
+             std::string auth_token, TlsFiles tls, TableRegistry* registry,
+             LogSink* log, std::unique_ptr<EtcdClient> etcd);
+  // Null until Start joined; then for the Replicator's life.
+  ServerMembership* membership() const;
+  std::string Address() const;
+
+  struct Peer {
+    std::shared_ptr<grpc::Channel> channel;
+    std::unique_ptr<grpc::GenericStub> stub;
+  };
+  // The replicas a primary of `epoch` forwards to: those added by CatchUp
+  // and the ready ones of the layout when it became primary.
+  std::vector<std::string> Targets(int64_t epoch);
+  // Forwards to one replica until it applied the call, refused it as stale
+  // (UNAVAILABLE: this server is no longer the primary) or left etcd.
+  absl::Status ForwardTo(const std::string& address, absl::string_view method,
+                         const grpc::ByteBuffer& request, int64_t epoch,
+                         uint64_t version);
+  void Drop(const std::string& address);
+  Peer& PeerFor(const std::string& address);
+  // Whether `address` is still a registered replica of the shard.
+  bool Registered(const std::string& address) const;
+  // Copies the primary's state into the registry.
+  absl::Status CatchUpFrom(const std::string& primary);
+
+  const ReplicationOptions options_;
+  const std::string job_;
+  const std::string auth_token_;
+  const TlsFiles tls_;
+  TableRegistry* const registry_;
+  LogSink* const log_;
+  const std::unique_ptr<EtcdClient> etcd_;
+
+  mutable absl::Mutex mu_;
+  std::string address_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<ServerMembership> membership_ ABSL_GUARDED_BY(mu_);
+  bool catching_up_ ABSL_GUARDED_BY(mu_) = true;
+  // table -> the version of the state copied from the primary.
+  absl::flat_hash_map<std::string, uint64_t> copied_versions_
+      ABSL_GUARDED_BY(mu_);
+  int64_t targets_epoch_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<std::string> targets_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::unique_ptr<Peer>> peers_
+      ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace ps
+
+#endif  // SHARDPS_PS_SERVER_REPLICATOR_H_

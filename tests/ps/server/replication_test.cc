@@ -1,0 +1,218 @@
+// Replicated shards in this process (ps/server/replicator.h) with a real
+// etcd: the primary forwards what it applies, a backup refuses clients and
+// stale primaries, a failover keeps every acknowledged push exactly once,
+// and a replica that comes back copies the state before it serves.
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "proto/shardps.grpc.pb.h"
+#include "ps/server/server.h"
+#include "util/etcd.h"
+#include "util/files.h"
+
+namespace ps {
+namespace {
+
+constexpr char kJob[] = "rjob";
+constexpr uint64_t kKeys = 64;
+
+shardps::PushRequest PushOf(uint64_t session, uint64_t sequence, float g) {
+  shardps::PushRequest push;
+  push.set_job(kJob);
+  push.set_table("w");
+  push.set_end(kKeys);
+  push.set_session(session);
+  push.set_sequence(sequence);
+  push.set_acked_below(sequence);
+  const std::vector<float> gradient(kKeys, g);
+  push.set_gradient(std::string(reinterpret_cast<const char*>(gradient.data()),
+                                kKeys * sizeof(float)));
+  return push;
+}
+
+class ReplicationTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    if (!testutil::HaveEtcd()) {
+      GTEST_SKIP() << testutil::kEtcd
+                   << " is missing (deploy/install-deps.sh installs "
+                      "etcd-server)";
+    }
+    etcd_ = testutil::StartEtcd(dir_.path());
+    ASSERT_NE(etcd_, nullptr);
+  }
+
+  std::unique_ptr<Server> StartReplica(uint32_t replica) {
+    ServerOptions o;
+    o.host = "127.0.0.1";
+    o.job = kJob;
+    o.replication.etcd = etcd_->endpoint();
+    o.replication.shard = 0;
+    o.replication.replica = replica;
+    absl::StatusOr<std::unique_ptr<Server>> s = Server::Start(o);
+    EXPECT_TRUE(s.ok()) << s.status();
+    return s.ok() ? *std::move(s) : nullptr;
+  }
+
+  static std::unique_ptr<shardps::ParameterServer::Stub> Stub(
+      const Server& server) {
+    return shardps::ParameterServer::NewStub(grpc::CreateChannel(
+        server.address(), grpc::InsecureChannelCredentials()));
+  }
+
+  static shardps::StatsResponse Stats(const Server& server) {
+    grpc::ClientContext context;
+    shardps::StatsRequest request;
+    request.set_job(kJob);
+    shardps::StatsResponse response;
+    EXPECT_TRUE(Stub(server)->Stats(&context, request, &response).ok());
+    return response;
+  }
+
+  // Waits until `server` reports `role`.
+  static void AwaitRole(const Server& server, const std::string& role) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(10);
+    while (Stats(server).role() != role && absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(20));  // polling interval
+    }
+    ASSERT_EQ(Stats(server).role(), role) << server.address();
+  }
+
+  static grpc::Status Push(const Server& server,
+                           const shardps::PushRequest& push,
+                           shardps::PushResponse* reply) {
+    grpc::ClientContext context;
+    return Stub(server)->Push(&context, push, reply);
+  }
+
+  static grpc::Status Pull(const Server& server, std::vector<float>* values) {
+    grpc::ClientContext context;
+    shardps::PullRequest pull;
+    pull.set_job(kJob);
+    pull.set_table("w");
+    pull.set_end(kKeys);
+    shardps::PullResponse response;
+    grpc::Status s = Stub(server)->Pull(&context, pull, &response);
+    if (s.ok()) {
+      values->resize(kKeys);
+      std::memcpy(values->data(), response.values().data(),
+                  kKeys * sizeof(float));
+    }
+    return s;
+  }
+
+  static grpc::Status CreateTable(const Server& server) {
+    shardps::CreateTableRequest spec;
+    spec.set_job(kJob);
+    spec.set_table("w");
+    spec.set_num_params(kKeys);
+    spec.set_num_shards(1);
+    spec.mutable_optimizer()->set_name("sgd");
+    spec.mutable_optimizer()->set_learning_rate(1.0f);
+    spec.mutable_init()->set_kind("constant");
+    spec.mutable_init()->set_value(100.0f);
+    grpc::ClientContext context;
+    shardps::CreateTableResponse response;
+    return Stub(server)->CreateTable(&context, spec, &response);
+  }
+
+  testutil::ScopedTempDir dir_{"shardps-replication"};
+  std::unique_ptr<EtcdProcess> etcd_;
+};
+
+TEST_F(ReplicationTest, EveryAcknowledgedPushSurvivesEachReplicaInTurn) {
+  std::unique_ptr<Server> a = StartReplica(0);
+  ASSERT_NE(a, nullptr);
+  AwaitRole(*a, "primary");
+  std::unique_ptr<Server> b = StartReplica(1);
+  ASSERT_NE(b, nullptr);
+  AwaitRole(*b, "backup");
+  ASSERT_TRUE(CreateTable(*a).ok());
+  shardps::PushResponse reply;
+  for (uint64_t seq = 1; seq <= 5; ++seq) {
+    ASSERT_TRUE(Push(*a, PushOf(7, seq, 1.0f), &reply).ok());
+  }
+  // The backup answers no client, names why, and has every push.
+  std::vector<float> values;
+  const grpc::Status refused = Pull(*b, &values);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_NE(refused.error_message().find("not its primary"), std::string::npos)
+      << refused.error_message();
+  EXPECT_EQ(Stats(*b).tables(0).version(), 5u);
+
+  // The primary goes; the backup takes over with every push, and a retry
+  // of the last one is a duplicate there.
+  const int64_t first_epoch = Stats(*a).epoch();
+  a.reset();
+  AwaitRole(*b, "primary");
+  EXPECT_GT(Stats(*b).epoch(), first_epoch);
+  ASSERT_TRUE(Pull(*b, &values).ok());
+  EXPECT_EQ(values, std::vector<float>(kKeys, 95.0f));
+  ASSERT_TRUE(Push(*b, PushOf(7, 5, 1.0f), &reply).ok());
+  EXPECT_TRUE(reply.duplicate());
+  for (uint64_t seq = 6; seq <= 8; ++seq) {
+    ASSERT_TRUE(Push(*b, PushOf(7, seq, 1.0f), &reply).ok());
+  }
+
+  // Replica 0 comes back empty, copies the state from the new primary, and
+  // takes what follows; then the other replica goes in turn.
+  a = StartReplica(0);
+  ASSERT_NE(a, nullptr);
+  AwaitRole(*a, "backup");
+  ASSERT_TRUE(Push(*b, PushOf(7, 9, 1.0f), &reply).ok());
+  ASSERT_TRUE(Push(*b, PushOf(8, 1, 2.0f), &reply).ok());
+  b.reset();
+  AwaitRole(*a, "primary");
+  ASSERT_TRUE(Pull(*a, &values).ok());
+  EXPECT_EQ(values, std::vector<float>(kKeys, 100.0f - 9 - 2));
+  EXPECT_EQ(Stats(*a).tables(0).version(), 10u);
+  ASSERT_TRUE(Push(*a, PushOf(8, 1, 2.0f), &reply).ok());
+  EXPECT_TRUE(reply.duplicate());
+}
+
+TEST_F(ReplicationTest, AStalePrimaryCannotHaveAPushAcknowledged) {
+  std::unique_ptr<Server> a = StartReplica(0);
+  ASSERT_NE(a, nullptr);
+  AwaitRole(*a, "primary");
+  std::unique_ptr<Server> b = StartReplica(1);
+  ASSERT_NE(b, nullptr);
+  AwaitRole(*b, "backup");
+  ASSERT_TRUE(CreateTable(*a).ok());
+  const int64_t epoch = Stats(*a).epoch();
+  // A forward carrying an epoch older than the backup has seen is refused.
+  grpc::ClientContext context;
+  context.AddMetadata("x-shardps-epoch", absl::StrCat(epoch - 1));
+  context.AddMetadata("x-shardps-version", "1");
+  shardps::PushResponse reply;
+  const grpc::Status stale =
+      Stub(*b)->Push(&context, PushOf(9, 1, 1.0f), &reply);
+  EXPECT_EQ(stale.error_code(), grpc::StatusCode::FAILED_PRECONDITION)
+      << stale.error_message();
+  EXPECT_EQ(Stats(*b).tables(0).version(), 0u);
+  // Sync and ssp tables are not replicated yet, and say so.
+  shardps::CreateTableRequest sync;
+  sync.set_job(kJob);
+  sync.set_table("s");
+  sync.set_num_params(16);
+  sync.set_num_shards(1);
+  sync.mutable_optimizer()->set_name("sgd");
+  sync.mutable_optimizer()->set_learning_rate(1.0f);
+  sync.mutable_consistency()->set_mode(shardps::CONSISTENCY_SYNC);
+  sync.mutable_consistency()->set_num_workers(1);
+  sync.mutable_consistency()->set_straggler_timeout_seconds(10);
+  grpc::ClientContext create_context;
+  shardps::CreateTableResponse created;
+  const grpc::Status s = Stub(*a)->CreateTable(&create_context, sync, &created);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION)
+      << s.error_message();
+}
+
+}  // namespace
+}  // namespace ps
