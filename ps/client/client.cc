@@ -50,9 +50,18 @@ absl::Status CheckTransfer(const ClientOptions& o) {
   return absl::OkStatus();
 }
 
+int ShardCount(const ClientOptions& o) {
+  return o.etcd.empty() ? static_cast<int>(o.server_addrs.size())
+                        : o.num_shards;
+}
+
 absl::Status CheckOptions(const ClientOptions& o) {
-  if (o.server_addrs.empty()) {
+  if (o.etcd.empty() && o.server_addrs.empty()) {
     return absl::InvalidArgumentError("client needs at least one server");
+  }
+  if (!o.etcd.empty() && (!o.server_addrs.empty() || o.num_shards < 1)) {
+    return absl::InvalidArgumentError(
+        "with etcd the client takes num_shards >= 1 and no server_addrs");
   }
   if (o.job.empty() || o.job.size() > 128) {
     return absl::InvalidArgumentError("job must have 1 to 128 characters");
@@ -67,11 +76,10 @@ absl::Status CheckOptions(const ClientOptions& o) {
   if (!shardps::ValueEncoding_IsValid(o.push_encoding)) {
     return absl::InvalidArgumentError("unknown push encoding");
   }
-  if (o.metrics != nullptr &&
-      o.metrics->num_shards() != static_cast<int>(o.server_addrs.size())) {
+  if (o.metrics != nullptr && o.metrics->num_shards() != ShardCount(o)) {
     return absl::InvalidArgumentError(
         absl::StrCat("client metrics have ", o.metrics->num_shards(),
-                     " shards for ", o.server_addrs.size(), " servers"));
+                     " shards for ", ShardCount(o), " servers"));
   }
   return absl::OkStatus();
 }

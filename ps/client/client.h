@@ -46,6 +46,13 @@ struct PushTag;
 
 struct ClientOptions {
   std::vector<std::string> server_addrs;  // shard i is served by entry i
+  // Replicated servers (shardps-server --etcd): the job's etcd
+  // (http://host:port) and its shard count, instead of server_addrs. Each
+  // shard's calls go to its primary, followed in etcd as it changes (a call
+  // to a primary that died is retried on the next one); while etcd is away
+  // the calls keep going where they went.
+  std::string etcd;
+  int num_shards = 0;
   std::string job = "default";
   uint32_t worker = 0;  // reported to servers with each call
   // Largest payload of one Pull/Push call; a multiple of 64 bytes.

@@ -4,7 +4,10 @@
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/support/channel_arguments.h>
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
+#include "ps/base/log.h"
 #include "ps/client/client.h"
 #include "ps/wire/grpc_status.h"
 
@@ -44,29 +47,132 @@ absl::Status ServerConn::Annotate(absl::string_view what, int shard,
   return Annotate(what, shard, FromGrpcStatus(status));
 }
 
+Connections::Connections(const ClientOptions& options,
+                         std::shared_ptr<grpc::ChannelCredentials> credentials)
+    : options_(options), credentials_(std::move(credentials)) {}
+
 absl::StatusOr<std::unique_ptr<Connections>> Connections::Open(
     const ClientOptions& options) {
   absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
       MakeChannelCredentials(options.tls);
   if (!credentials.ok()) return credentials.status();
-  std::unique_ptr<Connections> conns(new Connections(options));
-  const grpc::ChannelArguments args = ChannelArgs(options);
-  for (const std::string& address : options.server_addrs) {
-    auto conn = std::make_unique<ServerConn>();
+  std::unique_ptr<Connections> conns(
+      new Connections(options, *std::move(credentials)));
+  conns->num_shards_ = options.etcd.empty()
+                           ? static_cast<int>(options.server_addrs.size())
+                           : options.num_shards;
+  conns->shards_ =
+      std::make_unique<std::atomic<ServerConn*>[]>(conns->num_shards_);
+  if (options.etcd.empty()) {
+    for (int s = 0; s < conns->num_shards_; ++s) {
+      conns->shards_[s].store(conns->ConnTo(options.server_addrs[s]));
+    }
+    return conns;
+  }
+  EtcdOptions etcd;
+  etcd.endpoint = options.etcd;
+  etcd.timeout = absl::Seconds(2);
+  absl::StatusOr<std::unique_ptr<EtcdClient>> client = EtcdClient::Create(etcd);
+  if (!client.ok()) return client.status();
+  conns->etcd_ = *std::move(client);
+  absl::StatusOr<int64_t> revision = conns->AwaitPrimaries();
+  if (!revision.ok()) return revision.status();
+  conns->follower_ =
+      std::thread([c = conns.get(), r = *revision] { c->Follow(r); });
+  return conns;
+}
+
+ServerConn* Connections::ConnTo(const std::string& address) {
+  absl::MutexLock lock(&conns_mu_);
+  std::unique_ptr<ServerConn>& conn = conns_[address];
+  if (conn == nullptr) {
+    conn = std::make_unique<ServerConn>();
     conn->address = address;
-    for (int c = 0; c < options.channels_per_server; ++c) {
+    const grpc::ChannelArguments args = ChannelArgs(options_);
+    for (int c = 0; c < options_.channels_per_server; ++c) {
       conn->channels.push_back(
-          grpc::CreateCustomChannel(address, *credentials, args));
+          grpc::CreateCustomChannel(address, credentials_, args));
       conn->bulk_stubs.push_back(
           std::make_unique<grpc::GenericStub>(conn->channels.back()));
     }
     conn->stub = shardps::ParameterServer::NewStub(conn->channels[0]);
-    conns->servers_.push_back(std::move(conn));
   }
-  return conns;
+  return conn.get();
+}
+
+void Connections::Apply(const JobLayout& layout) {
+  for (int s = 0; s < num_shards_; ++s) {
+    const ShardLayout& shard = layout.shards[s];
+    if (shard.epoch == 0) continue;  // between primaries: keep the last
+    ServerConn* next = ConnTo(shard.primary_address);
+    ServerConn* previous = shards_[s].exchange(next);
+    if (previous != nullptr && previous != next) {
+      Logf(options_.log, "shard %d: primary now %s (was %s)", s, next->address,
+           previous->address);
+    }
+  }
+}
+
+absl::StatusOr<int64_t> Connections::AwaitPrimaries() {
+  const absl::Time deadline = absl::Now() + options_.rpc_timeout;
+  while (true) {
+    absl::StatusOr<JobLayout> layout =
+        ReadLayout(*etcd_, options_.job, num_shards_);
+    if (!layout.ok()) return layout.status();
+    Apply(*layout);
+    int missing = -1;
+    for (int s = 0; s < num_shards_ && missing < 0; ++s) {
+      if (shards_[s].load() == nullptr) missing = s;
+    }
+    if (missing < 0) return layout->revision;
+    if (absl::Now() > deadline) {
+      return absl::UnavailableError(
+          absl::StrCat("shard ", missing, " of job '", options_.job,
+                       "' has no primary in etcd at ", options_.etcd, " after ",
+                       absl::FormatDuration(options_.rpc_timeout)));
+    }
+    absl::SleepFor(absl::Milliseconds(50));  // waiting for the servers
+  }
+}
+
+void Connections::Follow(int64_t revision) {
+  const std::string prefix = JobPrefix(options_.job);
+  bool unreachable = false;
+  while (!stop_.load()) {
+    absl::Status watched = etcd_->Watch(
+        prefix, revision + 1,
+        [&](const shardps::etcd::WatchResponse& r) {
+          if (r.events_size() > 0) {
+            absl::StatusOr<JobLayout> layout =
+                ReadLayout(*etcd_, options_.job, num_shards_);
+            if (layout.ok()) Apply(*layout);
+          }
+          revision = std::max(revision, r.header().revision());
+          return !stop_.load();
+        },
+        stop_);
+    if (stop_.load()) break;
+    if (!unreachable) {
+      Logf(options_.log,
+           "etcd at %s: %s; calls keep going to the current primaries",
+           options_.etcd, watched.message());
+      unreachable = true;
+    }
+    absl::SleepFor(absl::Milliseconds(200));  // before watching again
+    absl::StatusOr<JobLayout> layout =
+        ReadLayout(*etcd_, options_.job, num_shards_);
+    if (layout.ok()) {
+      Apply(*layout);
+      revision = layout->revision;
+      if (unreachable) Logf(options_.log, "etcd at %s is back", options_.etcd);
+      unreachable = false;
+    }
+  }
 }
 
 Connections::~Connections() {
+  stop_.store(true);
+  if (follower_.joinable()) follower_.join();
   absl::MutexLock lock(&abandoned_mu_);
   abandoned_mu_.Await(absl::Condition(
       +[](int* n) { return *n == 0; }, &abandoned_));

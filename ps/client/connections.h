@@ -2,6 +2,11 @@
 // the client's calls share (reused buffers, byte counts, calls abandoned to
 // a hung server). Not part of the client's public surface.
 //
+// With ClientOptions::etcd, a shard's server is its primary in etcd
+// (ps/coord/membership.h): Open waits until every shard has one, and a
+// thread watches the layout and points each shard at its new primary; a
+// connection once made lives as long as this object (calls may hold it).
+//
 // Thread-safety: all methods are safe to call concurrently.
 #ifndef SHARDPS_PS_CLIENT_CONNECTIONS_H_
 #define SHARDPS_PS_CLIENT_CONNECTIONS_H_
@@ -14,13 +19,17 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "proto/shardps.grpc.pb.h"
+#include "ps/coord/etcd_client.h"
+#include "ps/coord/membership.h"
 #include "ps/wire/buffer_pool.h"
 #include "ps/wire/security.h"
 
@@ -53,8 +62,11 @@ class Connections {
   // Waits for the abandoned calls (see AddAbandoned) to end.
   ~Connections();
 
-  int size() const { return static_cast<int>(servers_.size()); }
-  ServerConn& server(int s) { return *servers_[s]; }
+  int size() const { return num_shards_; }
+  // Shard s's server now (its primary, with etcd).
+  ServerConn& server(int s) {
+    return *shards_[s].load(std::memory_order_acquire);
+  }
   const ClientOptions& options() const { return options_; }
 
   // Adds what every call carries (the job's token) to `context`.
@@ -78,10 +90,29 @@ class Connections {
   void AbandonedDone();
 
  private:
-  explicit Connections(const ClientOptions& options) : options_(options) {}
+  Connections(const ClientOptions& options,
+              std::shared_ptr<grpc::ChannelCredentials> credentials);
+
+  // The connection to `address`, made on first use.
+  ServerConn* ConnTo(const std::string& address);
+  // Points every shard that has a primary in `layout` at it.
+  void Apply(const JobLayout& layout);
+  // Reads the layout until every shard has a primary (up to the client's
+  // rpc_timeout); its revision.
+  absl::StatusOr<int64_t> AwaitPrimaries();
+  // The watching thread: follows the layout from `revision` until stop_.
+  void Follow(int64_t revision);
 
   const ClientOptions& options_;
-  std::vector<std::unique_ptr<ServerConn>> servers_;
+  const std::shared_ptr<grpc::ChannelCredentials> credentials_;
+  int num_shards_ = 0;
+  std::unique_ptr<std::atomic<ServerConn*>[]> shards_;
+  absl::Mutex conns_mu_;
+  absl::flat_hash_map<std::string, std::unique_ptr<ServerConn>> conns_
+      ABSL_GUARDED_BY(conns_mu_);
+  std::unique_ptr<EtcdClient> etcd_;
+  std::atomic<bool> stop_{false};
+  std::thread follower_;
   BufferPool buffers_;
   std::atomic<uint64_t> push_bytes_{0};
   std::atomic<uint64_t> pull_bytes_{0};

@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "ps/server/catch_up_stream.h"
 #include "ps/wire/grpc_status.h"
 #include "ps/wire/security.h"
 
@@ -20,97 +21,13 @@ constexpr absl::Duration kForwardGiveUp = absl::Seconds(60);
 constexpr absl::Duration kForwardCallTimeout = absl::Seconds(5);
 // How long a joining replica waits for a primary to copy from.
 constexpr absl::Duration kCatchUpWait = absl::Seconds(30);
-constexpr size_t kChunkValues = (1 << 20) / sizeof(float);
+// Forwards waiting on replicas at once; more wait in the queue.
+constexpr int kForwardThreads = 16;
 
 bool IsTransient(grpc::StatusCode code) {
   return code == grpc::StatusCode::UNAVAILABLE ||
          code == grpc::StatusCode::DEADLINE_EXCEEDED ||
          code == grpc::StatusCode::CANCELLED;
-}
-
-// Streams the tables' snapshots as CatchUpChunks, one write at a time.
-class CatchUpWriter final
-    : public grpc::ServerWriteReactor<shardps::CatchUpChunk> {
- public:
-  explicit CatchUpWriter(std::vector<TableSnapshot> tables)
-      : tables_(std::move(tables)) {
-    Next();
-  }
-  // Ends the call at once with `status`.
-  explicit CatchUpWriter(const absl::Status& status) {
-    Finish(ToGrpcStatus(status));
-  }
-
-  void OnWriteDone(bool ok) override {
-    if (!ok) {
-      Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "write failed"));
-      return;
-    }
-    Next();
-  }
-  void OnDone() override { delete this; }  // gRPC's callback API owns it
-
- private:
-  // Writes the next chunk, or finishes.
-  void Next() {
-    if (table_ == tables_.size()) {
-      Finish(grpc::Status::OK);
-      return;
-    }
-    const TableSnapshot& t = tables_[table_];
-    chunk_.Clear();
-    if (array_ == 0 && offset_ == 0) *chunk_.mutable_meta() = t.meta;
-    if (array_ < t.arrays.size()) {
-      const std::vector<float>& a = t.arrays[array_];
-      const size_t n = std::min(kChunkValues, a.size() - offset_);
-      chunk_.set_array(array_);
-      chunk_.set_offset(offset_);
-      chunk_.set_values(reinterpret_cast<const char*>(a.data() + offset_),
-                        n * sizeof(float));
-      offset_ += n;
-      if (offset_ == a.size()) {
-        ++array_;
-        offset_ = 0;
-      }
-    }
-    if (array_ >= t.arrays.size()) {
-      chunk_.set_last(true);
-      ++table_;
-      array_ = 0;
-      offset_ = 0;
-    }
-    StartWrite(&chunk_);
-  }
-
-  std::vector<TableSnapshot> tables_;
-  size_t table_ = 0;
-  size_t array_ = 0;
-  size_t offset_ = 0;
-  shardps::CatchUpChunk chunk_;
-};
-
-// Adds one chunk to the table being received; true when it is complete.
-absl::StatusOr<bool> AddChunk(const shardps::CatchUpChunk& chunk,
-                              TableSnapshot* table) {
-  if (chunk.has_meta()) {
-    table->meta = chunk.meta();
-    table->arrays.assign(chunk.meta().arrays(), {});
-  }
-  if (!chunk.values().empty()) {
-    if (chunk.array() >= table->arrays.size() ||
-        chunk.values().size() % sizeof(float) != 0) {
-      return absl::DataLossError("a catch-up chunk does not fit its table");
-    }
-    std::vector<float>& a = table->arrays[chunk.array()];
-    if (chunk.offset() != a.size()) {
-      return absl::DataLossError("catch-up chunks out of order");
-    }
-    const size_t n = chunk.values().size() / sizeof(float);
-    a.resize(a.size() + n);
-    std::memcpy(a.data() + chunk.offset(), chunk.values().data(),
-                chunk.values().size());
-  }
-  return chunk.last();
 }
 
 }  // namespace
@@ -136,13 +53,53 @@ absl::StatusOr<std::unique_ptr<Replicator>> Replicator::Create(
   absl::StatusOr<std::unique_ptr<EtcdClient>> etcd =
       EtcdClient::Create(etcd_options);
   if (!etcd.ok()) return etcd.status();
-  return std::unique_ptr<Replicator>(
+  std::unique_ptr<Replicator> r(
       new Replicator(options, std::move(job), std::move(auth_token),
                      std::move(tls), registry, log, *std::move(etcd)));
+  for (int i = 0; i < kForwardThreads; ++i) {
+    r->forwarders_.emplace_back([r = r.get()] { r->RunForwards(); });
+  }
+  return r;
 }
 
 Replicator::~Replicator() {
+  {
+    absl::MutexLock lock(&queue_mu_);
+    stopping_ = true;
+  }
+  for (std::thread& t : forwarders_) t.join();
   if (ServerMembership* m = membership(); m != nullptr) m->Leave();
+}
+
+void Replicator::RunForwards() {
+  while (true) {
+    absl::AnyInvocable<void() &&> work;
+    {
+      absl::MutexLock lock(&queue_mu_);
+      queue_mu_.Await(absl::Condition(
+          +[](Replicator* r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(r->queue_mu_) {
+            return r->stopping_ || !r->queue_.empty();
+          },
+          this));
+      if (queue_.empty()) return;  // stopping, and nothing left
+      work = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    std::move(work)();
+  }
+}
+
+void Replicator::Forward(std::string method, const grpc::ByteBuffer* request,
+                         uint64_t version, ForwardDone done) {
+  absl::MutexLock lock(&queue_mu_);
+  if (stopping_) {
+    std::move(done)(absl::UnavailableError("server is shutting down"));
+    return;
+  }
+  queue_.push_back([this, method = std::move(method), request, version,
+                    done = std::move(done)]() mutable {
+    std::move(done)(ForwardNow(method, *request, version));
+  });
 }
 
 std::string Replicator::Address() const {
@@ -249,7 +206,7 @@ absl::Status Replicator::CatchUpFrom(const std::string& primary) {
   TableSnapshot table;
   int tables = 0;
   while (reader->Read(&chunk)) {
-    absl::StatusOr<bool> complete = AddChunk(chunk, &table);
+    absl::StatusOr<bool> complete = AddCatchUpChunk(chunk, &table);
     if (!complete.ok()) return complete.status();
     if (!*complete) continue;
     const std::string name = table.meta.spec().table();
@@ -380,9 +337,9 @@ bool Replicator::Registered(const std::string& address) const {
       [&](const ReplicaAddress& r) { return r.address == address; });
 }
 
-absl::Status Replicator::Forward(absl::string_view method,
-                                 const grpc::ByteBuffer& request,
-                                 uint64_t version) {
+absl::Status Replicator::ForwardNow(absl::string_view method,
+                                    const grpc::ByteBuffer& request,
+                                    uint64_t version) {
   const int64_t epoch = membership()->epoch();
   if (epoch == 0) {
     return absl::UnavailableError(

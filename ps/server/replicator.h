@@ -36,12 +36,15 @@
 #include <grpcpp/support/byte_buffer.h>
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -96,10 +99,15 @@ class Replicator final : public shardps::Replication::CallbackService {
   // forwarded push of a version at or below it is in the copy already.
   uint64_t CopiedVersion(absl::string_view table) const;
   // After the primary applied a call (`method`: "Push" or "CreateTable"),
-  // forwards `request` to the replicas; OK once all applied it. `version`:
-  // the table's version the push produced (0: not newly applied).
-  absl::Status Forward(absl::string_view method,
-                       const grpc::ByteBuffer& request, uint64_t version);
+  // forwards `request` to the replicas and calls `done` with OK once all
+  // applied it, or with the error that stopped it. `version`: the table's
+  // version the push produced (0: not newly applied). The forwarding waits
+  // (retries) on one of the replicator's own threads, never on gRPC's: a
+  // handler thread blocked on a peer could starve the server of the
+  // threads that would answer it. `request` must live until `done`.
+  using ForwardDone = absl::AnyInvocable<void(absl::Status) &&>;
+  void Forward(std::string method, const grpc::ByteBuffer* request,
+               uint64_t version, ForwardDone done);
 
   // What Stats reports of this replica: "primary", "backup" or
   // "catching-up", and its epoch while primary.
@@ -126,6 +134,11 @@ class Replicator final : public shardps::Replication::CallbackService {
   // The replicas a primary of `epoch` forwards to: those added by CatchUp
   // and the ready ones of the layout when it became primary.
   std::vector<std::string> Targets(int64_t epoch);
+  // Forward's work, on a forwarding thread.
+  absl::Status ForwardNow(absl::string_view method,
+                          const grpc::ByteBuffer& request, uint64_t version);
+  // A forwarding thread: runs queued work until stopping_.
+  void RunForwards();
   // Forwards to one replica until it applied the call, refused it as stale
   // (UNAVAILABLE: this server is no longer the primary) or left etcd.
   absl::Status ForwardTo(const std::string& address, absl::string_view method,
@@ -157,6 +170,12 @@ class Replicator final : public shardps::Replication::CallbackService {
   std::vector<std::string> targets_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, std::unique_ptr<Peer>> peers_
       ABSL_GUARDED_BY(mu_);
+
+  // Forwarding work waiting for a thread, and the threads.
+  absl::Mutex queue_mu_;
+  std::deque<absl::AnyInvocable<void() &&>> queue_ ABSL_GUARDED_BY(queue_mu_);
+  bool stopping_ ABSL_GUARDED_BY(queue_mu_) = false;
+  std::vector<std::thread> forwarders_;
 };
 
 }  // namespace ps

@@ -16,85 +16,6 @@ namespace {
 constexpr int kPullValuesField = shardps::PullResponse::kValuesFieldNumber;
 constexpr int kPushGradientField = shardps::PushRequest::kGradientFieldNumber;
 
-// The reactor of a pull that may wait for other workers. It finishes once,
-// with whichever comes first: the answer (on the thread that released the
-// pull) or the call's end (the client cancelled, or its deadline passed),
-// which takes the pull out of its table's waits. gRPC's callback API owns
-// it from `new` to OnDone.
-class WaitingPullReactor final : public grpc::ServerUnaryReactor {
- public:
-  // The pull's continuation calls this with its outcome. The caller must
-  // not touch the reactor afterwards: OnDone may delete it at once.
-  void Answer(const grpc::Status& status) {
-    {
-      absl::MutexLock lock(&mu_);
-      if (starting_) {
-        // Answered within HandlePull; Started finishes the call.
-        early_answer_ = status;
-        answered_early_ = true;
-        return;
-      }
-      if (finished_) return;
-      finished_ = true;
-    }
-    Finish(status);
-  }
-
-  // HandlePull has returned: the pull waits as `waiting` says (table null:
-  // it was answered already).
-  void Started(ParameterService::WaitingPull waiting) {
-    bool answered;
-    bool cancelled;
-    grpc::Status answer;
-    {
-      absl::MutexLock lock(&mu_);
-      starting_ = false;
-      waiting_ = waiting;
-      answered = answered_early_;
-      answer = early_answer_;
-      cancelled = cancelled_;
-      finished_ = answered;
-    }
-    if (answered) {
-      Finish(answer);
-    } else if (cancelled) {
-      Cancel(waiting);
-    }
-  }
-
-  void OnCancel() override {
-    ParameterService::WaitingPull waiting;
-    {
-      absl::MutexLock lock(&mu_);
-      cancelled_ = true;
-      if (starting_) return;  // Started sees it
-      waiting = waiting_;
-    }
-    Cancel(waiting);
-  }
-
-  void OnDone() override { delete this; }
-
- private:
-  // Ends the wait, which answers the call through the continuation; nothing
-  // if the pull was released meanwhile.
-  static void Cancel(ParameterService::WaitingPull waiting) {
-    if (waiting.table == nullptr) return;
-    waiting.table->CancelWait(
-        waiting.ticket,
-        absl::CancelledError("the pull's call was cancelled or its deadline "
-                             "passed while it waited for other workers"));
-  }
-
-  absl::Mutex mu_;
-  bool starting_ ABSL_GUARDED_BY(mu_) = true;
-  bool answered_early_ ABSL_GUARDED_BY(mu_) = false;
-  grpc::Status early_answer_ ABSL_GUARDED_BY(mu_);
-  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
-  bool finished_ ABSL_GUARDED_BY(mu_) = false;
-  ParameterService::WaitingPull waiting_ ABSL_GUARDED_BY(mu_);
-};
-
 }  // namespace
 
 absl::Status ParameterService::Admit(
@@ -197,10 +118,29 @@ grpc::ServerUnaryReactor* ParameterService::CreateTable(
     status = table.status();
   }
   if (status.ok() && replicator_ != nullptr && !forwarded) {
-    status = replicator_->Forward("CreateTable", *request, 0);
+    return FinishForwarded(context, RpcMethod::kCreateTable, start, request,
+                           response, 0);
   }
   return Finish(context, RpcMethod::kCreateTable, start, request->Length(),
                 status.ok() ? response->Length() : 0, status);
+}
+
+grpc::ServerUnaryReactor* ParameterService::FinishForwarded(
+    grpc::CallbackServerContext* context, RpcMethod method, absl::Time start,
+    const grpc::ByteBuffer* request, grpc::ByteBuffer* response,
+    uint64_t version) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  replicator_->Forward(
+      method == RpcMethod::kPush ? "Push" : "CreateTable", request, version,
+      [this, reactor, method, start, request, response](absl::Status status) {
+        if (method == RpcMethod::kPush) {
+          status = MaybeDropReply(std::move(status), "push");
+        }
+        Record(method, start, request->Length(),
+               status.ok() ? response->Length() : 0, status);
+        reactor->Finish(ToGrpcStatus(status));
+      });
+  return reactor;
 }
 
 void ParameterService::FillStats(shardps::StatsResponse* response) {
@@ -305,8 +245,8 @@ grpc::ServerUnaryReactor* ParameterService::Push(
   if (status.ok() && replicator_ != nullptr && !forwarded) {
     // Acknowledged once every replica has it; a duplicate is forwarded
     // too, in case its first arrival's forward had not finished.
-    status = replicator_->Forward("Push", *request,
-                                  outcome.duplicate ? 0 : outcome.version);
+    return FinishForwarded(context, RpcMethod::kPush, start, request, response,
+                           outcome.duplicate ? 0 : outcome.version);
   }
   status = MaybeDropReply(std::move(status), "push");
   return Finish(context, RpcMethod::kPush, start, bytes_in,
@@ -337,8 +277,9 @@ absl::Status ParameterService::AnswerPull(const ParsedPull& pull,
   return CopyPull(*pull.table, pull.keys, pull.encoding, response);
 }
 
-ParameterService::WaitingPull ParameterService::WaitThenAnswer(
-    const ParsedPull& pull, grpc::ByteBuffer* response, PullDone done) {
+WaitingPull ParameterService::WaitThenAnswer(const ParsedPull& pull,
+                                             grpc::ByteBuffer* response,
+                                             PullDone done) {
   const uint64_t ticket =
       pull.table->WhenReadable(pull.worker, pull.clock,
                                [this, pull, response, done = std::move(done)](
@@ -351,9 +292,9 @@ ParameterService::WaitingPull ParameterService::WaitThenAnswer(
   return {pull.table, ticket};
 }
 
-ParameterService::WaitingPull ParameterService::HandlePull(
-    const grpc::ByteBuffer& request, grpc::ByteBuffer* response,
-    PullDone done) {
+WaitingPull ParameterService::HandlePull(const grpc::ByteBuffer& request,
+                                         grpc::ByteBuffer* response,
+                                         PullDone done) {
   absl::StatusOr<ParsedPull> pull = ParsePull(request);
   if (!pull.ok()) {
     std::move(done)(pull.status());

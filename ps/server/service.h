@@ -33,6 +33,7 @@
 #include "ps/server/checkpointer.h"
 #include "ps/server/replicator.h"
 #include "ps/server/server_metrics.h"
+#include "ps/server/waiting_pull_reactor.h"
 #include "ps/table/table_registry.h"
 #include "ps/wire/buffer_pool.h"
 
@@ -113,10 +114,6 @@ class ParameterService final : public ParameterServiceBase {
   // must live until then. While it waits, the returned WaitingPull names it
   // (Table::CancelWait); else its table is null.
   using PullDone = absl::AnyInvocable<void(absl::Status) &&>;
-  struct WaitingPull {
-    Table* table = nullptr;
-    uint64_t ticket = 0;
-  };
   WaitingPull HandlePull(const grpc::ByteBuffer& request,
                          grpc::ByteBuffer* response, PullDone done);
   // `forwarded_version`: a push forwarded by the primary with the version
@@ -170,6 +167,12 @@ class ParameterService final : public ParameterServiceBase {
   // in its method's counters (Stats) and the latency metrics.
   void Record(RpcMethod method, absl::Time start, size_t bytes_in,
               size_t bytes_out, const absl::Status& status);
+  // A call the primary applied: finishes it once the replicas applied it
+  // too (Replicator::Forward), recording it then.
+  grpc::ServerUnaryReactor* FinishForwarded(
+      grpc::CallbackServerContext* context, RpcMethod method, absl::Time start,
+      const grpc::ByteBuffer* request, grpc::ByteBuffer* response,
+      uint64_t version);
   // Records the call and finishes it with `status`.
   grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* context,
                                    RpcMethod method, absl::Time start,

@@ -27,7 +27,7 @@ RULES = {
     "ps/wire": ["ps/base"],
     "ps/table": ["ps/base", "ps/wire"],
     "ps/server": ["ps/base", "ps/wire", "ps/table", "ps/obs", "ps/coord"],
-    "ps/client": ["ps/base", "ps/wire", "ps/obs"],
+    "ps/client": ["ps/base", "ps/wire", "ps/obs", "ps/coord"],
     "ps/obs": ["ps/base"],
     "ps/bench": ["ps/base", "ps/wire", "ps/obs", "ps/client", "ps/server"],
     "model": [],

@@ -20,7 +20,12 @@
 ABSL_FLAG(std::string, server_addrs, "",
           "Parameter servers: host:port,... or a pattern with {i} plus "
           "--num_servers.");
-ABSL_FLAG(int, num_servers, 0, "Server count for a {i} --server_addrs.");
+ABSL_FLAG(int, num_servers, 0,
+          "Server count for a {i} --server_addrs; with --etcd, the job's "
+          "shard count.");
+ABSL_FLAG(std::string, etcd, "",
+          "Replicated servers: http://host:port of the job's etcd, instead "
+          "of --server_addrs; each shard's calls go to its primary.");
 ABSL_FLAG(std::string, job, "default", "Job id the servers were started with.");
 ABSL_FLAG(int, rank, -1,
           "This worker's rank; -1 takes it from SLURM_PROCID, "
@@ -135,9 +140,19 @@ absl::Status FlagError(absl::string_view flag, const absl::Status& s) {
 
 absl::StatusOr<ps::ClientOptions> ClientOptionsFromFlags(int rank) {
   ps::ClientOptions co;
-  absl::StatusOr<std::vector<std::string>> addrs = ps::ParseServerAddrs(
-      absl::GetFlag(FLAGS_server_addrs), absl::GetFlag(FLAGS_num_servers));
-  if (!addrs.ok()) return FlagError("--server_addrs", addrs.status());
+  co.etcd = absl::GetFlag(FLAGS_etcd);
+  absl::StatusOr<std::vector<std::string>> addrs = std::vector<std::string>();
+  if (co.etcd.empty()) {
+    addrs = ps::ParseServerAddrs(absl::GetFlag(FLAGS_server_addrs),
+                                 absl::GetFlag(FLAGS_num_servers));
+    if (!addrs.ok()) return FlagError("--server_addrs", addrs.status());
+  } else if (absl::GetFlag(FLAGS_num_servers) < 1 ||
+             !absl::GetFlag(FLAGS_server_addrs).empty()) {
+    return absl::InvalidArgumentError(
+        "--etcd takes --num_servers (the shard count) and no "
+        "--server_addrs");
+  }
+  co.num_shards = absl::GetFlag(FLAGS_num_servers);
   absl::StatusOr<ps::WireEncodings> encodings =
       worker::MakeWireEncodings(absl::GetFlag(FLAGS_compression));
   if (!encodings.ok()) return encodings.status();

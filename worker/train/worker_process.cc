@@ -44,7 +44,9 @@ absl::StatusOr<Observers> OpenObservers(const WorkerOptions& options) {
   o.endpoint = *std::move(endpoint);
   o.client_metrics = std::make_unique<ps::ClientMetrics>(
       o.endpoint->registry(),
-      static_cast<int>(options.client.server_addrs.size()));
+      options.client.etcd.empty()
+          ? static_cast<int>(options.client.server_addrs.size())
+          : options.client.num_shards);
   o.worker_metrics = std::make_unique<WorkerMetrics>(o.endpoint->registry());
   ps::Logf(nullptr, "metrics at http://%s:%d/metrics", options.metrics_host,
            o.endpoint->port());
