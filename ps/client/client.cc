@@ -166,6 +166,11 @@ absl::Status Client::Retried(absl::string_view what,
   policy.give_up = options_.retry_give_up;
   policy.log = options_.log;
   policy.metrics = options_.metrics;
+  if (!options_.etcd.empty()) {
+    policy.sleep = [conns = conns_.get()](absl::Duration d) {
+      conns->SleepUnlessLayoutChanges(d);
+    };
+  }
   return Retrying(policy, what, call);
 }
 

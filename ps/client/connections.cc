@@ -170,6 +170,15 @@ void Connections::Follow(int64_t revision) {
   }
 }
 
+void Connections::SleepUnlessLayoutChanges(absl::Duration d) {
+  absl::MutexLock lock(&layout_mu_);
+  const uint64_t seen = layout_changes_;
+  auto changed = [this, seen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(layout_mu_) {
+    return layout_changes_ != seen;
+  };
+  layout_mu_.AwaitWithTimeout(absl::Condition(&changed), d);
+}
+
 Connections::~Connections() {
   stop_.store(true);
   if (follower_.joinable()) follower_.join();

@@ -69,6 +69,10 @@ class Connections {
   }
   const ClientOptions& options() const { return options_; }
 
+  // Waits `d`, or less if a shard's primary changes meanwhile (a retry's
+  // wait: the new primary is worth trying at once).
+  void SleepUnlessLayoutChanges(absl::Duration d);
+
   // Adds what every call carries (the job's token) to `context`.
   void Authorize(grpc::ClientContext* context) const;
 
@@ -111,6 +115,8 @@ class Connections {
   absl::flat_hash_map<std::string, std::unique_ptr<ServerConn>> conns_
       ABSL_GUARDED_BY(conns_mu_);
   std::unique_ptr<EtcdClient> etcd_;
+  absl::Mutex layout_mu_;
+  uint64_t layout_changes_ ABSL_GUARDED_BY(layout_mu_) = 0;
   std::atomic<bool> stop_{false};
   std::thread follower_;
   BufferPool buffers_;

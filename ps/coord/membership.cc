@@ -133,6 +133,7 @@ absl::StatusOr<std::unique_ptr<ServerMembership>> ServerMembership::Join(
        m->options_.job, etcd.endpoint(), m->options_.shard, m->options_.replica,
        *lease);
   m->thread_ = std::thread([m = m.get()] { m->Run(); });
+  m->watcher_ = std::thread([m = m.get()] { m->WatchPrimary(); });
   return m;
 }
 
@@ -153,7 +154,7 @@ absl::Status ServerMembership::SetReady(bool ready) {
   if (!put.ok()) return put.status();
   absl::MutexLock lock(&mu_);
   ready_ = ready;
-  wake_.Signal();  // campaign now rather than at the next renewal
+  wake_.SignalAll();  // campaign now rather than at the next renewal
   return absl::OkStatus();
 }
 
@@ -188,10 +189,12 @@ void ServerMembership::Leave() {
     absl::MutexLock lock(&mu_);
     if (stopping_) return;
     stopping_ = true;
-    wake_.Signal();
+    wake_.SignalAll();
     lease = lease_;
   }
+  stop_watch_.store(true);
   if (thread_.joinable()) thread_.join();
+  if (watcher_.joinable()) watcher_.join();
   // Best effort: if etcd is away the lease ends by itself.
   (void)options_.etcd->RevokeLease(lease);
   absl::MutexLock lock(&mu_);
@@ -206,6 +209,24 @@ void ServerMembership::Run() {
     if (status.ok()) status = Campaign();
     NoteReachable(status);
     mu_.Lock();
+    if (!stopping_) wake_.WaitWithTimeout(&mu_, options_.ttl / 3);
+  }
+}
+
+void ServerMembership::WatchPrimary() {
+  while (!stop_watch_.load()) {
+    // Errors end the watch; Run's polling reports etcd's state.
+    (void)options_.etcd->Watch(
+        primary_key_, 0,
+        [this](const shardps::etcd::WatchResponse& r) {
+          if (r.events_size() > 0) {
+            absl::MutexLock lock(&mu_);
+            wake_.SignalAll();
+          }
+          return !stop_watch_.load();
+        },
+        stop_watch_);
+    absl::MutexLock lock(&mu_);
     if (!stopping_) wake_.WaitWithTimeout(&mu_, options_.ttl / 3);
   }
 }

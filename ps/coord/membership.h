@@ -21,6 +21,7 @@
 #ifndef SHARDPS_PS_COORD_MEMBERSHIP_H_
 #define SHARDPS_PS_COORD_MEMBERSHIP_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -116,6 +117,9 @@ class ServerMembership {
   // Every ttl/3: renew the lease (a new one, registered anew, if it ended),
   // then check or campaign for the primary key.
   void Run();
+  // Watches the primary key and wakes Run when it changes, so that a
+  // backup campaigns as soon as a dead primary's key is gone.
+  void WatchPrimary();
   absl::Status Renew();
   absl::Status Campaign();
   std::string ReplicaValue(bool ready) const;
@@ -136,7 +140,9 @@ class ServerMembership {
   int64_t newest_epoch_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t lease_ ABSL_GUARDED_BY(mu_) = 0;
   bool unreachable_ ABSL_GUARDED_BY(mu_) = false;
+  std::atomic<bool> stop_watch_{false};
   std::thread thread_;
+  std::thread watcher_;
 };
 
 }  // namespace ps

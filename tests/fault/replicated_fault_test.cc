@@ -190,16 +190,39 @@ TEST_F(ReplicatedFaultTest, TenKillsLoseNoAcknowledgedPushAndApplyNoneTwice) {
   }
 
   std::mt19937 random(testing::UnitTest::GetInstance()->random_seed());
-  std::vector<double> stalls;
   std::vector<std::pair<absl::Time, absl::Time>> catch_ups;
   std::vector<absl::Time> kills;
+  // Waits until every worker has had `n` more pushes acknowledged: the
+  // last kill's outage is over and training flows again.
+  auto await_progress = [&](int64_t n) {
+    absl::MutexLock lock(&mu);
+    const std::vector<int64_t> from(acknowledged, acknowledged + kWorkers);
+    auto moved = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+      for (int w = 0; w < kWorkers; ++w) {
+        if (!failed[w].ok() || acknowledged[w] < from[w] + n) {
+          return !failed[w].ok();
+        }
+      }
+      return true;
+    };
+    return mu.AwaitWithTimeout(absl::Condition(&moved), absl::Seconds(60));
+  };
+  int last_shard = -1, last_replica = -1;
   for (int k = 0; k < kKills; ++k) {
-    absl::SleepFor(absl::Milliseconds(
-        std::uniform_int_distribution<int>(100, 600)(random)));
-    const int shard =
-        std::uniform_int_distribution<int>(0, kShards - 1)(random);
-    const int replica =
-        std::uniform_int_distribution<int>(0, kReplicas - 1)(random);
+    ASSERT_TRUE(await_progress(20)) << "training did not resume";
+    absl::SleepFor(
+        absl::Milliseconds(std::uniform_int_distribution<int>(0, 500)(random)));
+    // Every other kill takes the other replica of the shard just killed
+    // (the first kill's replica has caught up by then): a second failure
+    // of the shard is survived too. The rest are random.
+    int shard = std::uniform_int_distribution<int>(0, kShards - 1)(random);
+    int replica = std::uniform_int_distribution<int>(0, kReplicas - 1)(random);
+    if (k % 2 == 1) {
+      shard = last_shard;
+      replica = 1 - last_replica;
+    }
+    last_shard = shard;
+    last_replica = replica;
     kills.push_back(absl::Now());
     servers_[Index(shard, replica)]->Kill();
     std::printf("kill %d: shard %d replica %d\n", k + 1, shard, replica);
@@ -207,9 +230,9 @@ TEST_F(ReplicatedFaultTest, TenKillsLoseNoAcknowledgedPushAndApplyNoneTwice) {
     ASSERT_TRUE(StartServer(shard, replica));
     ASSERT_TRUE(AwaitRole(shard, replica, "backup"));
     catch_ups.push_back({restarted, absl::Now()});
-    // The other replica of the shard is its primary now (a kill of the
-    // primary made it so): the next kill may take either.
   }
+  ASSERT_TRUE(await_progress(20));
+  kills.push_back(absl::Now());  // the end of the last kill's window
   absl::SleepFor(absl::Milliseconds(300));
   std::move(join).Invoke();
   for (int w = 0; w < kWorkers; ++w) {
@@ -228,20 +251,23 @@ TEST_F(ReplicatedFaultTest, TenKillsLoseNoAcknowledgedPushAndApplyNoneTwice) {
                                  << " + " << acknowledged[1] << " pushes";
   }
 
-  // Each kill's stall: the longest push that was in flight at the kill or
-  // began before the restarted replica had caught up.
+  // Each kill's stall: the longest any worker went without an acknowledged
+  // push between the kill and the next one; and the longest push that
+  // began and ended while the restarted replica caught up.
+  std::vector<double> stalls;
   double catch_up_worst = 0;
-  for (size_t k = 0; k < kills.size(); ++k) {
+  for (size_t k = 0; k + 1 < kills.size(); ++k) {
     double stall = 0;
     double during_catch_up = 0;
     for (int w = 0; w < kWorkers; ++w) {
+      absl::Time previous = kills[k];
       for (const PushRecord& p : records[w]) {
-        const double took = absl::ToDoubleSeconds(p.end - p.start);
-        if (p.start <= kills[k] && p.end >= kills[k]) {
-          stall = std::max(stall, took);
-        }
+        if (p.end < kills[k] || p.end > kills[k + 1]) continue;
+        stall = std::max(stall, absl::ToDoubleSeconds(p.end - previous));
+        previous = p.end;
         if (p.start >= catch_ups[k].first && p.end <= catch_ups[k].second) {
-          during_catch_up = std::max(during_catch_up, took);
+          during_catch_up =
+              std::max(during_catch_up, absl::ToDoubleSeconds(p.end - p.start));
         }
       }
     }
@@ -257,13 +283,14 @@ TEST_F(ReplicatedFaultTest, TenKillsLoseNoAcknowledgedPushAndApplyNoneTwice) {
   std::vector<double> sorted = stalls;
   std::sort(sorted.begin(), sorted.end());
   std::printf(
-      "pushes acknowledged: %lld + %lld; stall per kill: median %.3f "
-      "s, max %.3f s; longest push during a catch-up %.3f s\n",
+      "pushes acknowledged: %lld + %lld; stall per kill: median %.3f s, max "
+      "%.3f s; longest push during a catch-up %.3f s\n",
       static_cast<long long>(acknowledged[0]),
       static_cast<long long>(acknowledged[1]), sorted[sorted.size() / 2],
       sorted.back(), catch_up_worst);
-  // Pushes kept going between kills (the run is not a stall throughout).
-  EXPECT_GT(acknowledged[0] + acknowledged[1], 100);
+  // Training resumed after every kill (await_progress) and nothing hung: a
+  // stall is the failover (etcd lease, 1 s) plus retries, far below this.
+  EXPECT_LT(sorted.back(), 10.0);
 }
 
 }  // namespace
