@@ -17,6 +17,9 @@
 #include "ps/base/file_io.h"
 #include "ps/base/program.h"
 #include "ps/base/server_process.h"
+#include "ps/coord/etcd_client.h"
+#include "ps/coord/etcd_process.h"
+#include "ps/coord/membership.h"
 #include "ps/obs/percentile.h"
 
 namespace ps {
@@ -95,22 +98,40 @@ class SpawnedServers {
     if (!dir_.empty()) std::filesystem::remove_all(dir_, ignored);
   }
 
-  absl::Status Start(int n, const std::string& job,
-                     std::vector<std::string>* addrs) {
+  // `n` servers, or with replicas > 1 an etcd and n shards of `replicas`
+  // servers each; the client is pointed at them.
+  absl::Status Start(int n, int replicas, ClientOptions* client) {
     char dir[] = "/tmp/shardps-bench-XXXXXX";
     if (::mkdtemp(dir) == nullptr) return ErrnoStatus(errno, "create", dir);
     dir_ = dir;
-    for (int i = 0; i < n; ++i) {
-      ServerProcessOptions o;
-      o.binary = SiblingBinary("shardps-server");
-      o.run_dir = dir_;
-      o.name = absl::StrCat("server-", i);
-      o.extra_args = {absl::StrCat("--job=", job)};
-      absl::StatusOr<std::unique_ptr<ServerProcess>> p =
-          ServerProcess::Spawn(o);
-      if (!p.ok()) return p.status();
-      addrs->push_back((*p)->address());
-      servers_.push_back(*std::move(p));
+    if (replicas > 1) {
+      EtcdProcessOptions e;
+      e.data_dir = dir_ + "/etcd";
+      e.log_path = dir_ + "/etcd.log";
+      absl::StatusOr<std::unique_ptr<EtcdProcess>> etcd = EtcdProcess::Start(e);
+      if (!etcd.ok()) return etcd.status();
+      etcd_ = *std::move(etcd);
+      client->etcd = etcd_->endpoint();
+      client->num_shards = n;
+    }
+    // Replica 0 of every shard first: each becomes its shard's primary,
+    // and the others copy from it as they join.
+    for (int r = 0; r < replicas; ++r) {
+      for (int i = 0; i < n; ++i) {
+        std::vector<std::string> args = {absl::StrCat("--job=", client->job)};
+        if (replicas > 1) {
+          args.insert(args.end(), {absl::StrCat("--etcd=", client->etcd),
+                                   absl::StrCat("--shard=", i),
+                                   absl::StrCat("--replica=", r)});
+        }
+        absl::StatusOr<std::string> address =
+            Spawn(absl::StrCat("server-", i, "-", r), std::move(args));
+        if (!address.ok()) return address.status();
+        if (replicas == 1) client->server_addrs.push_back(*address);
+      }
+      if (r == 0 && replicas > 1) {
+        if (absl::Status s = AwaitPrimaries(*client); !s.ok()) return s;
+      }
     }
     return absl::OkStatus();
   }
@@ -123,7 +144,43 @@ class SpawnedServers {
   }
 
  private:
+  absl::StatusOr<std::string> Spawn(std::string name,
+                                    std::vector<std::string> args) {
+    ServerProcessOptions o;
+    o.binary = SiblingBinary("shardps-server");
+    o.run_dir = dir_;
+    o.name = std::move(name);
+    o.extra_args = std::move(args);
+    absl::StatusOr<std::unique_ptr<ServerProcess>> p = ServerProcess::Spawn(o);
+    if (!p.ok()) return p.status();
+    servers_.push_back(*std::move(p));
+    return servers_.back()->address();
+  }
+
+  // Waits until every shard has its primary in etcd.
+  absl::Status AwaitPrimaries(const ClientOptions& client) {
+    EtcdOptions e;
+    e.endpoint = client.etcd;
+    absl::StatusOr<std::unique_ptr<EtcdClient>> etcd = EtcdClient::Create(e);
+    if (!etcd.ok()) return etcd.status();
+    const absl::Time deadline = absl::Now() + absl::Seconds(30);
+    while (true) {
+      absl::StatusOr<JobLayout> layout =
+          ReadLayout(**etcd, client.job, client.num_shards);
+      if (!layout.ok()) return layout.status();
+      if (std::all_of(layout->shards.begin(), layout->shards.end(),
+                      [](const ShardLayout& s) { return s.epoch != 0; })) {
+        return absl::OkStatus();
+      }
+      if (absl::Now() > deadline) {
+        return absl::DeadlineExceededError("shards got no primary in 30 s");
+      }
+      absl::SleepFor(absl::Milliseconds(20));  // polling interval
+    }
+  }
+
   std::string dir_;
+  std::unique_ptr<EtcdProcess> etcd_;
   std::vector<std::unique_ptr<ServerProcess>> servers_;
 };
 
@@ -213,11 +270,15 @@ absl::Status RunBench(BenchOptions options) {
         "--spawn_servers >= 0");
   }
   SpawnedServers spawned;
+  if (options.replicas < 1 ||
+      (options.replicas > 1 && options.spawn_servers == 0)) {
+    return absl::InvalidArgumentError(
+        "--replicas must be >= 1, and > 1 only with --spawn_servers");
+  }
   if (options.spawn_servers > 0) {
     options.client.server_addrs.clear();
-    if (absl::Status s =
-            spawned.Start(options.spawn_servers, options.client.job,
-                          &options.client.server_addrs);
+    if (absl::Status s = spawned.Start(options.spawn_servers, options.replicas,
+                                       &options.client);
         !s.ok()) {
       return s;
     }
@@ -226,7 +287,10 @@ absl::Status RunBench(BenchOptions options) {
   if (!clients.ok()) return clients.status();
   absl::StatusOr<Measured> measured = Measure(*clients, options);
   if (!measured.ok()) return measured.status();
-  Print(options, static_cast<int>(options.client.server_addrs.size()),
+  Print(options,
+        options.spawn_servers > 0
+            ? options.spawn_servers
+            : static_cast<int>(options.client.server_addrs.size()),
         *measured);
   clients->clear();
   return spawned.Stop();

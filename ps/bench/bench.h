@@ -23,6 +23,10 @@ struct BenchOptions {
   // > 0: start this many shardps-server processes on loopback and bench
   // them; 0: bench the servers at client.server_addrs.
   int spawn_servers = 0;
+  // > 1 with spawn_servers: each shard has this many replicas, with an etcd
+  // for their membership (ps/server/replicator.h); the clients follow the
+  // primaries. What replication costs a push.
+  int replicas = 1;
   // Every thread's client: its servers (unless spawned), job, chunking,
   // encodings and security; `worker` is set per thread.
   ClientOptions client;

@@ -14,6 +14,9 @@
 ABSL_FLAG(int, spawn_servers, 0,
           "Start this many shardps-server processes on loopback and bench "
           "them; 0 uses --server_addrs instead.");
+ABSL_FLAG(int, replicas, 1,
+          "With --spawn_servers: replicas per shard (> 1 starts an etcd "
+          "and replicated servers, which forward every push).");
 ABSL_FLAG(std::string, server_addrs, "",
           "Servers to bench, host:port,... or a pattern with {i} plus "
           "--num_servers.");
@@ -35,6 +38,7 @@ namespace {
 absl::StatusOr<ps::BenchOptions> BenchOptionsFromFlags() {
   ps::BenchOptions o;
   o.spawn_servers = absl::GetFlag(FLAGS_spawn_servers);
+  o.replicas = absl::GetFlag(FLAGS_replicas);
   o.workers = absl::GetFlag(FLAGS_workers);
   o.params =
       static_cast<uint64_t>(std::max<int64_t>(0, absl::GetFlag(FLAGS_params)));

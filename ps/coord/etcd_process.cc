@@ -5,16 +5,23 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "ps/base/free_port.h"
 #include "ps/coord/etcd_client.h"
 
 namespace ps {
 
 absl::StatusOr<std::unique_ptr<EtcdProcess>> EtcdProcess::Start(
-    const EtcdProcessOptions& options) {
-  if (options.data_dir.empty() || options.client_port <= 0 ||
-      options.peer_port <= 0) {
+    EtcdProcessOptions options) {
+  if (options.data_dir.empty() || options.client_port < 0 ||
+      options.peer_port < 0) {
     return absl::InvalidArgumentError(
-        "etcd needs a data directory and its client and peer ports");
+        "etcd needs a data directory (and ports >= 0)");
+  }
+  for (int* port : {&options.client_port, &options.peer_port}) {
+    if (*port != 0) continue;
+    absl::StatusOr<int> picked = PickFreePort(options.host);
+    if (!picked.ok()) return picked.status();
+    *port = *picked;
   }
   const std::string client =
       absl::StrCat("http://", options.host, ":", options.client_port);

@@ -26,7 +26,8 @@ struct EtcdProcessOptions {
   std::string data_dir;  // created by etcd if missing
   std::string log_path;  // etcd's output
   std::string host = "127.0.0.1";
-  int client_port = 0;  // both must be free ports
+  // Free ports; 0: picked here (ps/base/free_port.h).
+  int client_port = 0;
   int peer_port = 0;
   absl::Duration start_timeout = absl::Seconds(20);
 };
@@ -36,7 +37,7 @@ class EtcdProcess {
   // Starts etcd and waits until its gateway answers; on failure the error
   // quotes the end of its log.
   static absl::StatusOr<std::unique_ptr<EtcdProcess>> Start(
-      const EtcdProcessOptions& options);
+      EtcdProcessOptions options);
 
   EtcdProcess(const EtcdProcess&) = delete;
   EtcdProcess& operator=(const EtcdProcess&) = delete;

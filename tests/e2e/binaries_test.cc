@@ -10,6 +10,7 @@
 #include "ps/base/program.h"
 #include "ps/base/server_process.h"
 #include "ps/client/client.h"
+#include "util/etcd.h"
 #include "util/files.h"
 #include "util/processes.h"
 
@@ -146,8 +147,8 @@ TEST_F(BinariesTest, HelpDocumentsFlagsWithDefaults) {
   EXPECT_NE(out.find("default: 0"), std::string::npos) << out;
   Run(absl::StrCat(SiblingBinary("shardps-bench"), " --help"), &out);
   for (const char* flag :
-       {"--spawn_servers", "--server_addrs", "--num_servers", "--workers",
-        "--params", "--seconds", "--json", "--chunk_kb",
+       {"--spawn_servers", "--replicas", "--server_addrs", "--num_servers",
+        "--workers", "--params", "--seconds", "--json", "--chunk_kb",
         "--channels_per_server", "--inflight"}) {
     EXPECT_NE(out.find(flag), std::string::npos) << flag << "\n" << out;
   }
@@ -173,6 +174,33 @@ TEST_F(BinariesTest, BenchPrintsOneJsonLineWithEveryFigure) {
   // fp16 moves half the bytes of the float32 parameters it carries.
   EXPECT_LT(std::stod(m[3]), 0.6 * std::stod(m[1])) << m[0];
   EXPECT_LT(std::stod(m[4]), 0.6 * std::stod(m[2])) << m[0];
+}
+
+TEST_F(BinariesTest, BenchMeasuresReplicatedServers) {
+  if (!testutil::HaveEtcd()) {
+    GTEST_SKIP() << testutil::kEtcd
+                 << " is missing (deploy/install-deps.sh installs etcd-server)";
+  }
+  std::string out;
+  const int code =
+      Run(absl::StrCat(SiblingBinary("shardps-bench"),
+                       " --spawn_servers=2 --replicas=2 --workers=1"
+                       " --params=100000 --seconds=0.3 --json"),
+          &out);
+  ASSERT_EQ(code, 0) << out;
+  const std::regex line(
+      R"(\{"servers":2,"workers":1,"params":100000,"compression":"none",)"
+      R"("push_MBps":([0-9.]+),"pull_MBps":([0-9.]+),)");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(out, m, line)) << out;
+  EXPECT_GT(std::stod(m[1]), 0) << m[0];
+  EXPECT_GT(std::stod(m[2]), 0) << m[0];
+  // Replicas need servers the bench starts itself.
+  EXPECT_EQ(Run(absl::StrCat(SiblingBinary("shardps-bench"),
+                             " --server_addrs=127.0.0.1:1 --replicas=2"),
+                &out),
+            1);
+  EXPECT_NE(out.find("--replicas"), std::string::npos) << out;
 }
 
 TEST_F(BinariesTest, BenchWithoutServersSaysWhatIsMissing) {
