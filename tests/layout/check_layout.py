@@ -35,7 +35,7 @@ RULES = {
     "loader": ["ps/base"],
     "worker/train": ["ps/base", "ps/wire", "ps/client", "ps/obs", "loader",
                      "model"],
-    "worker/launch": ["ps/base", "ps/wire", "ps/client", "ps/obs"],
+    "worker/launch": ["ps/base", "ps/wire", "ps/client", "ps/obs", "ps/coord"],
     "worker/python": ["ps/client"],
     "experiments": [],
 }

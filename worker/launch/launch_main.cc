@@ -22,6 +22,10 @@
 
 ABSL_FLAG(int, servers, 1, "Parameter servers (1 is the baseline).");
 ABSL_FLAG(int, workers, 1, "Workers.");
+ABSL_FLAG(int, replicas, 1,
+          "Servers per shard (1-5; > 1 starts an etcd and replicated "
+          "servers, so a server that dies loses no acknowledged push; "
+          "--cluster=local, async tables).");
 ABSL_FLAG(std::string, loader, "parallel",
           "parallel (the fix) or sequential (the baseline).");
 ABSL_FLAG(std::string, run_dir, "",
@@ -85,6 +89,7 @@ std::vector<std::string> Words(const std::string& text) {
 absl::Status ReadRunFlags(const std::vector<char*>& rest,
                           worker::LaunchOptions* o) {
   o->servers = absl::GetFlag(FLAGS_servers);
+  o->replicas = absl::GetFlag(FLAGS_replicas);
   o->workers = absl::GetFlag(FLAGS_workers);
   o->loader = absl::GetFlag(FLAGS_loader);
   o->run_dir = absl::GetFlag(FLAGS_run_dir);

@@ -26,6 +26,14 @@ absl::Status Prepare(LaunchRequest* r) {
     return absl::InvalidArgumentError(
         "--servers and --workers must be in [1, 250]");
   }
+  if (o.replicas < 1 || o.replicas > 5) {
+    return absl::InvalidArgumentError("--replicas must be in [1, 5]");
+  }
+  if (o.replicas > 1 && o.cluster != "local") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--replicas > 1 runs with --cluster=local for now, not --cluster=",
+        o.cluster));
+  }
   if (absl::Status s = ps::CreateDirectories(o.run_dir); !s.ok()) return s;
   std::error_code error;
   const std::filesystem::path absolute =
@@ -37,7 +45,7 @@ absl::Status Prepare(LaunchRequest* r) {
     o.auth_token_file = o.run_dir + "/job.token";
     if (absl::Status s = WriteFreshToken(o.auth_token_file); !s.ok()) return s;
   }
-  r->placement.servers = o.servers;
+  r->placement.servers = o.servers * o.replicas;
   r->placement.workers = o.workers;
   r->placement.run_dir = o.run_dir;
   return absl::OkStatus();

@@ -19,6 +19,7 @@
 #include "ps/obs/progress_line.h"
 #include "ps/obs/trace.h"
 #include "worker/launch/remote_process.h"
+#include "worker/launch/replica_set.h"
 #include "worker/launch/run_record.h"
 
 namespace worker {
@@ -82,9 +83,19 @@ class Run {
     return evaluated;
   }
 
+  int ServerProcesses() const { return o_.servers * o_.replicas; }
+  std::string ServerName(int i) const {
+    return replicas_ != nullptr ? replicas_->Name(i)
+                                : absl::StrCat("server-", i);
+  }
+
   std::vector<std::string> ServerArgs(int i) const {
-    const std::string name = absl::StrCat("server-", i);
+    const std::string name = ServerName(i);
     std::vector<std::string> args = {absl::StrCat("--job=", o_.job)};
+    if (replicas_ != nullptr) {
+      const std::vector<std::string> more = replicas_->ServerArgs(i);
+      args.insert(args.end(), more.begin(), more.end());
+    }
     if (!o_.auth_token_file.empty()) {
       args.push_back("--auth_token_file=" + o_.auth_token_file);
     }
@@ -117,7 +128,23 @@ class Run {
   }
 
   absl::Status StartServers() {
-    for (int i = 0; i < o_.servers; ++i) {
+    if (o_.replicas > 1) {
+      absl::StatusOr<std::unique_ptr<ReplicaSet>> set = ReplicaSet::Start(
+          o_.run_dir, o_.server_hosts[0].address, o_.servers, o_.replicas);
+      if (!set.ok()) return set.status();
+      replicas_ = *std::move(set);
+      Progress(absl::StrCat("etcd at ", replicas_->endpoint()));
+    }
+    for (int i = 0; i < ServerProcesses(); ++i) {
+      if (i == o_.servers && replicas_ != nullptr) {
+        // The first replicas are their shards' primaries before the
+        // others join and copy from them.
+        if (absl::Status s =
+                replicas_->AwaitPrimaries(o_.job, o_.ready_timeout);
+            !s.ok()) {
+          return s;
+        }
+      }
       const HostSlot& slot = o_.server_hosts[i];
       if (slot.remote) {
         if (absl::Status s = StartRemoteServer(i, ServerArgs(i)); !s.ok()) {
@@ -128,7 +155,7 @@ class Run {
       ps::ServerProcessOptions so;
       so.binary = o_.server_binary;
       so.run_dir = o_.run_dir;
-      so.name = absl::StrCat("server-", i);
+      so.name = ServerName(i);
       so.host = slot.address;
       so.command_prefix = slot.command_prefix;
       so.extra_args = ServerArgs(i);
@@ -183,7 +210,12 @@ class Run {
 
   absl::StatusOr<std::unique_ptr<ps::Client>> Connect() const {
     ps::ClientOptions co;
-    co.server_addrs = addrs_;
+    if (replicas_ != nullptr) {
+      co.etcd = replicas_->endpoint();
+      co.num_shards = o_.servers;
+    } else {
+      co.server_addrs = addrs_;
+    }
     co.job = o_.job;
     co.rpc_timeout = absl::Seconds(10);
     co.tls = o_.tls;
@@ -202,10 +234,17 @@ class Run {
                                    stats.status().ToString()));
       return;
     }
+    std::vector<std::string> addresses = addrs_;
+    if (replicas_ != nullptr) {
+      // Stats came from the shards' primaries.
+      absl::StatusOr<std::vector<std::string>> primaries =
+          replicas_->Primaries(o_.job);
+      if (primaries.ok()) addresses = *std::move(primaries);
+    }
     for (size_t i = 0; i < stats->size(); ++i) {
       shardps::ServerSummary* server = summary_.add_per_server();
       server->set_index(static_cast<int>(i));
-      server->set_address(addrs_[i]);
+      if (i < addresses.size()) server->set_address(addresses[i]);
       server->set_uptime_seconds((*stats)[i].uptime_seconds());
       *server->mutable_methods() = (*stats)[i].methods();
     }
@@ -214,10 +253,15 @@ class Run {
   // What every worker process gets besides its own flags.
   std::vector<std::string> JobArgs() const {
     std::vector<std::string> args = {
-        absl::StrCat("--server_addrs=", absl::StrJoin(addrs_, ",")),
+        replicas_ != nullptr
+            ? absl::StrCat("--etcd=", replicas_->endpoint())
+            : absl::StrCat("--server_addrs=", absl::StrJoin(addrs_, ",")),
         absl::StrCat("--world=", o_.workers),
         absl::StrCat("--loader=", o_.loader),
         absl::StrCat("--run_dir=", o_.run_dir), absl::StrCat("--job=", o_.job)};
+    if (replicas_ != nullptr) {
+      args.push_back(absl::StrCat("--num_servers=", o_.servers));
+    }
     if (!o_.data.empty()) args.push_back(absl::StrCat("--data=", o_.data));
     if (!o_.auth_token_file.empty()) {
       args.push_back("--auth_token_file=" + o_.auth_token_file);
@@ -245,8 +289,8 @@ class Run {
       argv.push_back("--trace_name=" + process);
     }
     if (o_.metrics_port > 0 && process != "evaluate") {
-      argv.push_back(
-          absl::StrCat("--metrics_port=", o_.metrics_port + o_.servers + rank));
+      argv.push_back(absl::StrCat("--metrics_port=",
+                                  o_.metrics_port + ServerProcesses() + rank));
       argv.push_back("--metrics_host=" + o_.worker_hosts[rank].address);
     }
     return argv;
@@ -259,24 +303,16 @@ class Run {
   // Joins the processes' traces (written when they stopped) into
   // RUN_DIR/trace.json; a process that left none is reported and skipped.
   void MergeProcessTraces() {
-    std::vector<std::string> inputs;
-    auto add = [&](const std::string& process) {
-      const std::string path =
-          absl::StrCat(o_.run_dir, "/", process, ".trace.json");
-      if (::access(path.c_str(), R_OK) == 0) {
-        inputs.push_back(path);
-      } else {
-        progress_.Print(absl::StrCat("shardps-launch: ", process,
-                                     " left no trace (", path, ")"));
-      }
-    };
-    for (int i = 0; i < o_.servers; ++i) add(absl::StrCat("server-", i));
-    for (int r = 0; r < o_.workers; ++r) add(absl::StrCat("worker-", r));
-    if (evaluator_ != nullptr) add("evaluate");
-    if (absl::Status s = ps::MergeTraces(inputs, o_.run_dir + "/trace.json");
-        !s.ok()) {
-      progress_.Print(
-          absl::StrCat("shardps-launch: merging traces: ", s.ToString()));
+    std::vector<std::string> processes;
+    for (int i = 0; i < ServerProcesses(); ++i) {
+      processes.push_back(ServerName(i));
+    }
+    for (int r = 0; r < o_.workers; ++r) {
+      processes.push_back(absl::StrCat("worker-", r));
+    }
+    if (evaluator_ != nullptr) processes.push_back("evaluate");
+    for (const std::string& problem : MergeRunTraces(o_.run_dir, processes)) {
+      progress_.Print(absl::StrCat("shardps-launch: ", problem));
     }
   }
 
@@ -427,40 +463,20 @@ class Run {
   const StopWait& wait_for_stop_;
   // One line rewritten in place on a terminal, a line per update otherwise.
   ps::ProgressLine progress_{stderr, isatty(STDERR_FILENO) != 0};
-  std::vector<std::string> addrs_;  // the servers', in shard order
+  std::vector<std::string> addrs_;  // the server processes', in order
+  // --replicas > 1: etcd; it outlives the servers (declared before them).
+  std::unique_ptr<ReplicaSet> replicas_;
   std::vector<ServerRun> servers_;
   std::unique_ptr<ps::ChildProcess> evaluator_;  // the final evaluation
   std::vector<std::unique_ptr<ps::ChildProcess>> workers_;
   shardps::RunSummary summary_;
 };
 
-absl::Status CheckOptions(const LaunchOptions& options) {
-  if (options.servers < 1 || options.workers < 1) {
-    return absl::InvalidArgumentError(
-        "--servers and --workers must be at least 1");
-  }
-  if (options.server_hosts.size() != static_cast<size_t>(options.servers) ||
-      options.worker_hosts.size() != static_cast<size_t>(options.workers)) {
-    return absl::InvalidArgumentError("one host slot per server and worker");
-  }
-  if (options.metrics_port < 0 ||
-      options.metrics_port + options.servers + options.workers > 65536) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--metrics_port=", options.metrics_port, " leaves no room for ",
-        options.servers + options.workers, " ports below 65536"));
-  }
-  if (options.loader != "sequential" && options.loader != "parallel") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--loader=", options.loader, " is not sequential or parallel"));
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 absl::StatusOr<shardps::RunSummary> Launch(const LaunchOptions& options,
                                            const StopWait& wait_for_stop) {
-  if (absl::Status s = CheckOptions(options); !s.ok()) return s;
+  if (absl::Status s = CheckLaunchOptions(options); !s.ok()) return s;
   if (absl::Status s = ps::CreateDirectories(options.run_dir); !s.ok()) {
     return s;
   }

@@ -26,6 +26,11 @@ namespace worker {
 
 struct LaunchOptions {
   int servers = 1;
+  // > 1: every shard has this many replicated servers (an etcd for their
+  // membership starts with them; worker/launch/replica_set.h), so a server
+  // that dies loses nothing. server_hosts then has servers * replicas
+  // slots, process p being replica p / servers of shard p % servers.
+  int replicas = 1;
   int workers = 1;
   std::string loader = "parallel";
   std::string run_dir;
@@ -43,7 +48,7 @@ struct LaunchOptions {
   // health checks and statistics use them, and every worker gets them
   // (--tls_ca, --tls_cert, --tls_key). The servers' own go in server_args.
   ps::TlsFiles tls;
-  std::vector<HostSlot> server_hosts;        // one per server
+  std::vector<HostSlot> server_hosts;        // one per server process
   std::vector<HostSlot> worker_hosts;        // one per worker
   std::map<std::string, std::string> links;  // recorded in the summary
   std::string server_binary;
@@ -61,6 +66,10 @@ struct LaunchOptions {
   // Between progress updates; on a terminal the line is rewritten in place.
   absl::Duration progress_every = absl::Seconds(1);
 };
+
+// INVALID_ARGUMENT naming the option that is out of range or inconsistent
+// (counts, host slots, metrics ports, loader).
+absl::Status CheckLaunchOptions(const LaunchOptions& options);
 
 // Waits up to the given time for a stop request (Ctrl-C, SIGTERM); true if
 // one came.

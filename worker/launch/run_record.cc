@@ -1,5 +1,7 @@
 #include "worker/launch/run_record.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
@@ -12,6 +14,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "ps/base/atomic_file.h"
 #include "ps/base/json_file.h"
+#include "ps/obs/trace.h"
 
 namespace worker {
 
@@ -155,6 +158,25 @@ absl::Status WriteMetricsTargets(const std::string& path,
     return absl::InternalError("cannot print the Prometheus targets");
   }
   return ps::WriteFileAtomically(path, json + "\n");
+}
+
+std::vector<std::string> MergeRunTraces(
+    const std::string& run_dir, const std::vector<std::string>& processes) {
+  std::vector<std::string> problems;
+  std::vector<std::string> inputs;
+  for (const std::string& process : processes) {
+    const std::string path = absl::StrCat(run_dir, "/", process, ".trace.json");
+    if (::access(path.c_str(), R_OK) == 0) {
+      inputs.push_back(path);
+    } else {
+      problems.push_back(absl::StrCat(process, " left no trace (", path, ")"));
+    }
+  }
+  if (absl::Status s = ps::MergeTraces(inputs, run_dir + "/trace.json");
+      !s.ok()) {
+    problems.push_back(absl::StrCat("merging traces: ", s.ToString()));
+  }
+  return problems;
 }
 
 }  // namespace worker

@@ -47,6 +47,12 @@ void AddWorkerSummaries(const std::string& run_dir, int workers,
 // RUN_DIR/prometheus-targets.json: every process's metrics endpoint (server
 // i on base_port + i, worker r on base_port + S + r), in the format of
 // Prometheus' file_sd_configs, labelled with its role, name and job.
+// Joins RUN_DIR/<process>.trace.json of each of `processes` into
+// RUN_DIR/trace.json; what went wrong (a process that left no trace, a
+// failed merge), one line each.
+std::vector<std::string> MergeRunTraces(
+    const std::string& run_dir, const std::vector<std::string>& processes);
+
 absl::Status WriteMetricsTargets(const std::string& path,
                                  const std::string& job, int base_port,
                                  const std::vector<HostSlot>& servers,

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <string>
@@ -27,6 +28,7 @@
 #include "ps/base/program.h"
 #include "ps/base/server_process.h"
 #include "util/data.h"
+#include "util/etcd.h"
 #include "util/files.h"
 #include "util/launch.h"
 #include "util/processes.h"
@@ -96,6 +98,53 @@ TEST_F(LauncherTest, LocalRunWritesACompleteSummary) {
   }
   EXPECT_EQ(sum.worker_args(0), "--model=mlp:16-8-3");
   testutil::ExpectNoProcessLeft(sum);
+}
+
+TEST_F(LauncherTest, AReplicatedRunTrainsThroughThePrimaries) {
+  if (!testutil::HaveEtcd()) {
+    GTEST_SKIP() << testutil::kEtcd
+                 << " is missing (deploy/install-deps.sh installs etcd-server)";
+  }
+  const std::string run = dir_ + "/run";
+  absl::Status s = Launch({"--servers=2", "--replicas=2", "--workers=2",
+                           "--run_dir=" + run, "--data=" + dir_ + "/data", "--",
+                           "--model=mlp:16-8-3", "--batch=32", "--epochs=2"});
+  ASSERT_TRUE(s.ok()) << s << testutil::ReadFile(dir_ + "/launch.log");
+  const shardps::RunSummary sum = testutil::ReadRunSummary(run);
+  EXPECT_TRUE(sum.ok()) << sum.error();
+  EXPECT_EQ(sum.servers(), 2);
+  const double learned = testutil::LearnedAccuracy(dir_ + "/data");
+  EXPECT_GE(sum.final_test_accuracy(), learned);
+  // 4 servers (2 shards x 2 replicas), 2 workers, the evaluation.
+  ASSERT_EQ(sum.processes_size(), 7);
+  std::set<std::string> names;
+  for (const shardps::ProcessRecord& p : sum.processes()) {
+    EXPECT_EQ(p.status(), "ok") << p.name();
+    names.insert(p.name());
+  }
+  for (const char* name :
+       {"server-0-r0", "server-1-r0", "server-0-r1", "server-1-r1"}) {
+    EXPECT_EQ(names.count(name), 1u) << name;
+  }
+  // Statistics came from the shards' primaries, and the backups had every
+  // push: their logs show they caught up and were forwarded to.
+  ASSERT_EQ(sum.per_server_size(), 2);
+  for (const shardps::ServerSummary& server : sum.per_server()) {
+    EXPECT_FALSE(server.address().empty());
+  }
+  EXPECT_NE(testutil::ReadFile(run + "/server-0-r1.log").find("caught up"),
+            std::string::npos);
+  EXPECT_NE(testutil::ReadFile(run + "/server-0-r0.log").find("primary"),
+            std::string::npos);
+  EXPECT_TRUE(std::filesystem::exists(run + "/etcd.log"));
+  testutil::ExpectNoProcessLeft(sum);
+  // Elsewhere than this host, not yet.
+  s = Launch({"--servers=1", "--replicas=2", "--cluster=ssh",
+              "--run_dir=" + dir_ + "/ssh", "--data=" + dir_ + "/data"});
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(testutil::ReadFile(dir_ + "/launch.log").find("--replicas > 1"),
+            std::string::npos)
+      << testutil::ReadFile(dir_ + "/launch.log");
 }
 
 TEST_F(LauncherTest, AMutualTlsRunRecordsEveryServer) {

@@ -1,0 +1,35 @@
+#include "absl/strings/str_cat.h"
+#include "worker/launch/launcher.h"
+
+namespace worker {
+
+absl::Status CheckLaunchOptions(const LaunchOptions& options) {
+  if (options.servers < 1 || options.workers < 1) {
+    return absl::InvalidArgumentError(
+        "--servers and --workers must be at least 1");
+  }
+  if (options.replicas < 1 || options.replicas > 5) {
+    return absl::InvalidArgumentError("--replicas must be in [1, 5]");
+  }
+  if (options.server_hosts.size() !=
+          static_cast<size_t>(options.servers * options.replicas) ||
+      options.worker_hosts.size() != static_cast<size_t>(options.workers)) {
+    return absl::InvalidArgumentError("one host slot per server and worker");
+  }
+  if (options.metrics_port < 0 || options.metrics_port +
+                                          options.servers * options.replicas +
+                                          options.workers >
+                                      65536) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--metrics_port=", options.metrics_port, " leaves no room for ",
+        options.servers * options.replicas + options.workers,
+        " ports below 65536"));
+  }
+  if (options.loader != "sequential" && options.loader != "parallel") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--loader=", options.loader, " is not sequential or parallel"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace worker

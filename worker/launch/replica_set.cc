@@ -1,0 +1,76 @@
+#include "worker/launch/replica_set.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "ps/coord/membership.h"
+
+namespace worker {
+
+absl::StatusOr<std::unique_ptr<ReplicaSet>> ReplicaSet::Start(
+    const std::string& run_dir, const std::string& host, int shards,
+    int replicas) {
+  std::unique_ptr<ReplicaSet> set(new ReplicaSet(shards, replicas));
+  ps::EtcdProcessOptions o;
+  o.data_dir = run_dir + "/etcd";
+  o.log_path = run_dir + "/etcd.log";
+  o.host = host;
+  absl::StatusOr<std::unique_ptr<ps::EtcdProcess>> etcd =
+      ps::EtcdProcess::Start(o);
+  if (!etcd.ok()) {
+    return absl::Status(etcd.status().code(),
+                        absl::StrCat("etcd for --replicas did not start: ",
+                                     etcd.status().message()));
+  }
+  set->etcd_ = *std::move(etcd);
+  ps::EtcdOptions c;
+  c.endpoint = set->etcd_->endpoint();
+  absl::StatusOr<std::unique_ptr<ps::EtcdClient>> client =
+      ps::EtcdClient::Create(c);
+  if (!client.ok()) return client.status();
+  set->client_ = *std::move(client);
+  return set;
+}
+
+std::string ReplicaSet::Name(int process) const {
+  return absl::StrCat("server-", shard(process), "-r", replica(process));
+}
+
+std::vector<std::string> ReplicaSet::ServerArgs(int process) const {
+  return {absl::StrCat("--etcd=", endpoint()),
+          absl::StrCat("--shard=", shard(process)),
+          absl::StrCat("--replica=", replica(process))};
+}
+
+absl::StatusOr<std::vector<std::string>> ReplicaSet::Primaries(
+    const std::string& job) const {
+  absl::StatusOr<ps::JobLayout> layout = ps::ReadLayout(*client_, job, shards_);
+  if (!layout.ok()) return layout.status();
+  std::vector<std::string> primaries;
+  for (const ps::ShardLayout& s : layout->shards) {
+    primaries.push_back(s.epoch != 0 ? s.primary_address : "");
+  }
+  return primaries;
+}
+
+absl::Status ReplicaSet::AwaitPrimaries(const std::string& job,
+                                        absl::Duration timeout) const {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (true) {
+    absl::StatusOr<std::vector<std::string>> primaries = Primaries(job);
+    if (!primaries.ok()) return primaries.status();
+    int missing = -1;
+    for (int s = 0; s < shards_ && missing < 0; ++s) {
+      if ((*primaries)[s].empty()) missing = s;
+    }
+    if (missing < 0) return absl::OkStatus();
+    if (absl::Now() > deadline) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("shard ", missing, " got no primary in etcd within ",
+                       absl::FormatDuration(timeout)));
+    }
+    absl::SleepFor(absl::Milliseconds(20));  // polling interval
+  }
+}
+
+}  // namespace worker
