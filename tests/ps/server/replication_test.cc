@@ -177,6 +177,37 @@ TEST_F(ReplicationTest, EveryAcknowledgedPushSurvivesEachReplicaInTurn) {
   EXPECT_TRUE(reply.duplicate());
 }
 
+TEST_F(ReplicationTest, PushesGoOnWhileEtcdIsAway) {
+  std::unique_ptr<Server> a = StartReplica(0);
+  ASSERT_NE(a, nullptr);
+  AwaitRole(*a, "primary");
+  std::unique_ptr<Server> b = StartReplica(1);
+  ASSERT_NE(b, nullptr);
+  AwaitRole(*b, "backup");
+  ASSERT_TRUE(CreateTable(*a).ok());
+  const EtcdProcessOptions ports = etcd_->options();
+  etcd_->Kill();
+  // Three lease TTLs without etcd: the primary stays primary, forwards to
+  // its backup and acknowledges; the backup stays a backup.
+  absl::SleepFor(absl::Seconds(3));
+  shardps::PushResponse reply;
+  for (uint64_t seq = 1; seq <= 4; ++seq) {
+    ASSERT_TRUE(Push(*a, PushOf(3, seq, 1.0f), &reply).ok());
+  }
+  EXPECT_EQ(Stats(*a).role(), "primary");
+  EXPECT_EQ(Stats(*b).role(), "backup");
+  EXPECT_EQ(Stats(*b).tables(0).version(), 4u);
+  // etcd back: nothing changed, and a failover works again.
+  etcd_.reset();
+  etcd_ = testutil::StartEtcd(dir_.path(), ports.client_port, ports.peer_port);
+  ASSERT_NE(etcd_, nullptr);
+  a.reset();
+  AwaitRole(*b, "primary");
+  std::vector<float> values;
+  ASSERT_TRUE(Pull(*b, &values).ok());
+  EXPECT_EQ(values, std::vector<float>(kKeys, 96.0f));
+}
+
 TEST_F(ReplicationTest, AStalePrimaryCannotHaveAPushAcknowledged) {
   std::unique_ptr<Server> a = StartReplica(0);
   ASSERT_NE(a, nullptr);
