@@ -104,6 +104,21 @@ absl::StatusOr<JobLayout> ReadLayout(const EtcdClient& etcd,
   return layout;
 }
 
+absl::StatusOr<bool> DeposePrimary(const EtcdClient& etcd,
+                                   absl::string_view job, uint32_t shard,
+                                   int64_t epoch) {
+  absl::StatusOr<shardps::etcd::RangeResponse> primary =
+      etcd.Get(PrimaryKey(job, shard));
+  if (!primary.ok()) return primary.status();
+  if (primary->kvs().empty() || primary->kvs(0).create_revision() != epoch) {
+    return false;  // another term already
+  }
+  const absl::Status revoked = etcd.RevokeLease(primary->kvs(0).lease());
+  if (absl::IsNotFound(revoked)) return false;  // ended meanwhile
+  if (!revoked.ok()) return revoked;
+  return true;
+}
+
 ServerMembership::ServerMembership(MembershipOptions options)
     : options_(std::move(options)),
       replica_key_(ReplicaKey(options_.job, options_.shard, options_.replica)),
@@ -204,6 +219,10 @@ void ServerMembership::Leave() {
 void ServerMembership::Run() {
   absl::MutexLock lock(&mu_);
   while (!stopping_) {
+    if (displaced_) {
+      wake_.Wait(&mu_);  // until Leave
+      continue;
+    }
     mu_.Unlock();
     absl::Status status = Renew();
     if (status.ok()) status = Campaign();
@@ -259,6 +278,7 @@ absl::Status ServerMembership::Renew() {
     lease = lease_;
   }
   absl::StatusOr<absl::Duration> kept = etcd.KeepAlive(lease);
+  if (kept.ok()) return CheckRegistered(lease);
   if (!absl::IsNotFound(kept.status())) return kept.status();
   // The lease ended while etcd did not hear from us (a pause longer than
   // the ttl): our keys are gone, another replica may be primary and may
@@ -277,12 +297,55 @@ absl::Status ServerMembership::Renew() {
        lease, was_primary ? " (no longer primary)" : "");
   absl::StatusOr<int64_t> fresh = etcd.GrantLease(options_.ttl);
   if (!fresh.ok()) return fresh.status();
-  absl::StatusOr<int64_t> put =
-      etcd.Put(replica_key_, options_.address, *fresh);
-  if (!put.ok()) return put.status();
-  absl::MutexLock lock(&mu_);
-  lease_ = *fresh;
+  {
+    absl::MutexLock lock(&mu_);
+    lease_ = *fresh;
+  }
+  return Reregister(*fresh);
+}
+
+absl::Status ServerMembership::Reregister(int64_t lease) {
+  // Only if nobody holds the key: another process may have taken this
+  // replica number meanwhile (a restart), and it wins.
+  absl::StatusOr<bool> created =
+      options_.etcd->CreateIfAbsent(replica_key_, ReplicaValue(false), lease);
+  if (!created.ok()) return created.status();
+  if (!*created) {
+    {
+      absl::MutexLock lock(&mu_);
+      displaced_ = true;
+      primary_ = false;
+      ready_ = false;
+    }
+    Logf(options_.log,
+         "another process registered as shard %d replica %d; this one "
+         "steps aside (no primary, no backup)",
+         options_.shard, options_.replica);
+  }
   return absl::OkStatus();
+}
+
+absl::Status ServerMembership::CheckRegistered(int64_t lease) {
+  absl::StatusOr<shardps::etcd::RangeResponse> key =
+      options_.etcd->Get(replica_key_);
+  if (!key.ok()) return key.status();
+  if (!key->kvs().empty() && key->kvs(0).lease() == lease) {
+    return absl::OkStatus();
+  }
+  // Deleted (the primary of a term that was ended in etcd) or taken by
+  // another process of this replica number: whatever was forwarded
+  // meanwhile may have passed this one by.
+  {
+    absl::MutexLock lock(&mu_);
+    primary_ = false;
+    epoch_ = 0;
+    ready_ = false;
+  }
+  if (!key->kvs().empty()) return Reregister(lease);  // steps aside
+  Log(options_.log,
+      "this replica's key is gone from etcd; registering again, not ready "
+      "until caught up");
+  return Reregister(lease);
 }
 
 absl::Status ServerMembership::Campaign() {

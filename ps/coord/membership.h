@@ -67,6 +67,17 @@ absl::StatusOr<JobLayout> ReadLayout(const EtcdClient& etcd,
                                      absl::string_view job,
                                      uint32_t num_shards);
 
+// Ends the term of shard `shard`'s primary of `epoch`, if it is still that
+// one: revokes the lease its primary key is tied to, which deletes the
+// keys of that process (a replica key since taken over by a restarted
+// process of the same replica is on another lease and stays). For a
+// primary known to be dead (its port refuses connections) before its lease
+// runs out, so that a ready replica takes over now. True when it was
+// deposed.
+absl::StatusOr<bool> DeposePrimary(const EtcdClient& etcd,
+                                   absl::string_view job, uint32_t shard,
+                                   int64_t epoch);
+
 struct MembershipOptions {
   const EtcdClient* etcd = nullptr;  // must outlive the membership
   std::string job;
@@ -122,6 +133,11 @@ class ServerMembership {
   void WatchPrimary();
   absl::Status Renew();
   absl::Status Campaign();
+  // Puts the replica key back, not ready, if it is not `lease`'s any more.
+  absl::Status CheckRegistered(int64_t lease);
+  // Registers the replica key under `lease`, not ready, unless another
+  // process holds it: then this one is displaced for good.
+  absl::Status Reregister(int64_t lease);
   std::string ReplicaValue(bool ready) const;
   // Records whether etcd answered; logs the changes.
   void NoteReachable(const absl::Status& status);
@@ -140,6 +156,7 @@ class ServerMembership {
   int64_t newest_epoch_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t lease_ ABSL_GUARDED_BY(mu_) = 0;
   bool unreachable_ ABSL_GUARDED_BY(mu_) = false;
+  bool displaced_ ABSL_GUARDED_BY(mu_) = false;
   std::atomic<bool> stop_watch_{false};
   std::thread thread_;
   std::thread watcher_;

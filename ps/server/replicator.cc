@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "ps/base/tcp_probe.h"
 #include "ps/server/catch_up_stream.h"
 #include "ps/wire/grpc_status.h"
 #include "ps/wire/security.h"
@@ -68,7 +69,50 @@ Replicator::~Replicator() {
     stopping_ = true;
   }
   for (std::thread& t : forwarders_) t.join();
+  if (prober_.joinable()) prober_.join();
   if (ServerMembership* m = membership(); m != nullptr) m->Leave();
+}
+
+void Replicator::ProbePrimary() {
+  std::string watched;
+  int refusals = 0;
+  while (true) {
+    {
+      absl::MutexLock lock(&queue_mu_);
+      auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(queue_mu_) {
+        return stopping_;
+      };
+      if (queue_mu_.AwaitWithTimeout(absl::Condition(&stopping),
+                                     absl::Milliseconds(100))) {
+        return;
+      }
+    }
+    if (membership()->is_primary()) continue;
+    absl::StatusOr<JobLayout> layout =
+        ReadLayout(*etcd_, job_, options_.shard + 1);
+    if (!layout.ok()) continue;  // etcd away: nobody fails over
+    const ShardLayout& shard = layout->shards[options_.shard];
+    if (shard.epoch == 0 || shard.primary_address == Address()) continue;
+    const std::string current =
+        absl::StrCat(shard.epoch, " ", shard.primary_address);
+    if (current != watched) {
+      watched = current;
+      refusals = 0;
+    }
+    absl::StatusOr<ProbeResult> probe =
+        ProbeTcp(shard.primary_address, absl::Milliseconds(200));
+    refusals = probe.ok() && *probe == ProbeResult::kRefused ? refusals + 1 : 0;
+    if (refusals < 3) continue;
+    refusals = 0;
+    absl::StatusOr<bool> deposed =
+        DeposePrimary(*etcd_, job_, options_.shard, shard.epoch);
+    if (deposed.ok() && *deposed) {
+      Logf(log_,
+           "the primary at %s (epoch %d) refuses connections: deposed it "
+           "in etcd so that a ready replica takes over",
+           shard.primary_address, shard.epoch);
+    }
+  }
 }
 
 void Replicator::RunForwards() {
@@ -181,7 +225,9 @@ absl::Status Replicator::Start(std::string address) {
     absl::MutexLock lock(&mu_);
     catching_up_ = false;
   }
-  return membership->SetReady(true);
+  if (absl::Status s = membership->SetReady(true); !s.ok()) return s;
+  prober_ = std::thread([this] { ProbePrimary(); });
+  return absl::OkStatus();
 }
 
 absl::Status Replicator::CatchUpFrom(const std::string& primary) {

@@ -139,6 +139,13 @@ class Replicator final : public shardps::Replication::CallbackService {
                           const grpc::ByteBuffer& request, uint64_t version);
   // A forwarding thread: runs queued work until stopping_.
   void RunForwards();
+  // While this replica is a ready backup, every 100 ms: probes the
+  // primary's port; after three refusals in a row (nothing listens: the
+  // process died) deposes it in etcd, so that a ready replica takes over
+  // now rather than when its lease runs out. A primary that does not
+  // answer at all may be partitioned, not dead: it keeps its place until
+  // its lease ends.
+  void ProbePrimary();
   // Forwards to one replica until it applied the call, refused it as stale
   // (UNAVAILABLE: this server is no longer the primary) or left etcd.
   absl::Status ForwardTo(const std::string& address, absl::string_view method,
@@ -176,6 +183,7 @@ class Replicator final : public shardps::Replication::CallbackService {
   std::deque<absl::AnyInvocable<void() &&>> queue_ ABSL_GUARDED_BY(queue_mu_);
   bool stopping_ ABSL_GUARDED_BY(queue_mu_) = false;
   std::vector<std::thread> forwarders_;
+  std::thread prober_;
 };
 
 }  // namespace ps

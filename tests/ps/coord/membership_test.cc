@@ -162,6 +162,38 @@ TEST_F(MembershipTest, APrimaryWhoseLeaseEndedStepsDownAndRejoins) {
   EXPECT_EQ(Layout().shards[0].primary_replica, 1u);
 }
 
+TEST_F(MembershipTest, DeposingADeadPrimaryKeepsItsRestartedReplicasKey) {
+  testutil::RecordingLog log0;
+  std::unique_ptr<ServerMembership> a = Join(0, 0, &log0);
+  ASSERT_TRUE(a->SetReady(true).ok());
+  const ShardLayout first = AwaitPrimary(0);
+  // Replica 0 "restarts" elsewhere: a new lease takes over its key, while
+  // the old process's primary key still stands.
+  absl::StatusOr<int64_t> fresh = client_->GrantLease(absl::Seconds(5));
+  ASSERT_TRUE(fresh.ok());
+  ASSERT_TRUE(
+      client_->Put(ReplicaKey(kJob, 0, 0), "10.0.0.9:7070 catching-up", *fresh)
+          .ok());
+  // A stale epoch deposes nothing; the right one ends the old term only.
+  absl::StatusOr<bool> deposed =
+      DeposePrimary(*client_, kJob, 0, first.epoch + 1000);
+  ASSERT_TRUE(deposed.ok());
+  EXPECT_FALSE(*deposed);
+  deposed = DeposePrimary(*client_, kJob, 0, first.epoch);
+  ASSERT_TRUE(deposed.ok()) << deposed.status();
+  const ShardLayout after = Layout().shards[0];
+  EXPECT_EQ(after.epoch, 0);
+  ASSERT_EQ(after.replicas.size(), 1u);
+  EXPECT_EQ(after.replicas[0].address, "10.0.0.9:7070");
+  EXPECT_FALSE(after.replicas[0].ready);
+  // The deposed process finds its lease gone and the key another's: it
+  // steps aside instead of taking the key back.
+  ASSERT_TRUE(log0.AwaitLine("steps aside", absl::Seconds(10)));
+  EXPECT_FALSE(a->is_primary());
+  EXPECT_FALSE(a->ready());
+  EXPECT_EQ(Layout().shards[0].replicas[0].address, "10.0.0.9:7070");
+}
+
 TEST_F(MembershipTest, TheLayoutStandsWhileEtcdIsAway) {
   testutil::RecordingLog log0, log1;
   std::unique_ptr<ServerMembership> a = Join(0, 0, &log0);
