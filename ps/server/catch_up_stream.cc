@@ -1,10 +1,14 @@
 #include "ps/server/catch_up_stream.h"
 
+#include <grpcpp/create_channel.h>
+
 #include <algorithm>
 #include <cstring>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "ps/wire/grpc_status.h"
+#include "ps/wire/security.h"
 
 namespace ps {
 namespace {
@@ -83,6 +87,39 @@ absl::StatusOr<bool> AddCatchUpChunk(const shardps::CatchUpChunk& chunk,
                 chunk.values().size());
   }
   return chunk.last();
+}
+
+absl::StatusOr<std::vector<TableSnapshot>> FetchShardState(
+    const std::string& primary, const shardps::CatchUpRequest& request,
+    std::shared_ptr<grpc::ChannelCredentials> credentials,
+    const std::string& auth_token, absl::Duration timeout) {
+  auto stub = shardps::Replication::NewStub(
+      grpc::CreateChannel(primary, std::move(credentials)));
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  if (!auth_token.empty()) {
+    context.AddMetadata(kAuthMetadataKey, BearerValue(auth_token));
+  }
+  std::unique_ptr<grpc::ClientReader<shardps::CatchUpChunk>> reader =
+      stub->CatchUp(&context, request);
+  std::vector<TableSnapshot> tables(1);
+  shardps::CatchUpChunk chunk;
+  while (reader->Read(&chunk)) {
+    absl::StatusOr<bool> complete = AddCatchUpChunk(chunk, &tables.back());
+    if (!complete.ok()) {
+      context.TryCancel();
+      reader->Finish().IgnoreError();
+      return absl::UnavailableError(absl::StrCat(
+          "catching up from ", primary, ": ", complete.status().message()));
+    }
+    if (*complete) tables.emplace_back();
+  }
+  if (grpc::Status s = reader->Finish(); !s.ok()) {
+    return absl::UnavailableError(
+        absl::StrCat("catching up from ", primary, ": ", s.error_message()));
+  }
+  tables.pop_back();  // the one being filled when the stream ended
+  return tables;
 }
 
 }  // namespace ps

@@ -7,12 +7,16 @@
 #ifndef SHARDPS_PS_SERVER_CATCH_UP_STREAM_H_
 #define SHARDPS_PS_SERVER_CATCH_UP_STREAM_H_
 
+#include <grpcpp/security/credentials.h>
 #include <grpcpp/support/server_callback.h>
 
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "proto/replication.pb.h"
+#include "absl/time/time.h"
+#include "proto/replication.grpc.pb.h"
 #include "ps/table/table.h"
 
 namespace ps {
@@ -41,6 +45,14 @@ class CatchUpWriter final
   size_t offset_ = 0;
   shardps::CatchUpChunk chunk_;
 };
+
+// Asks the primary at `primary` for its state (Replication.CatchUp) and
+// reads all of it before returning, so that a stream cut short restores
+// nothing; UNAVAILABLE naming the primary when it fails or ends early.
+absl::StatusOr<std::vector<TableSnapshot>> FetchShardState(
+    const std::string& primary, const shardps::CatchUpRequest& request,
+    std::shared_ptr<grpc::ChannelCredentials> credentials,
+    const std::string& auth_token, absl::Duration timeout);
 
 // Adds one received chunk to *table; true once the table is complete.
 // DATA_LOSS when chunks do not fit together.

@@ -234,43 +234,29 @@ absl::Status Replicator::CatchUpFrom(const std::string& primary) {
   absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
       MakeChannelCredentials(tls_);
   if (!credentials.ok()) return credentials.status();
-  auto stub =
-      shardps::Replication::NewStub(grpc::CreateChannel(primary, *credentials));
-  grpc::ClientContext context;
-  if (!auth_token_.empty()) {
-    context.AddMetadata(kAuthMetadataKey, BearerValue(auth_token_));
-  }
   shardps::CatchUpRequest request;
   request.set_job(job_);
   request.set_shard(options_.shard);
   request.set_address(Address());
   Logf(log_, "catching up from the primary at %s", primary);
   const absl::Time start = absl::Now();
-  std::unique_ptr<grpc::ClientReader<shardps::CatchUpChunk>> reader =
-      stub->CatchUp(&context, request);
-  shardps::CatchUpChunk chunk;
-  TableSnapshot table;
-  int tables = 0;
-  while (reader->Read(&chunk)) {
-    absl::StatusOr<bool> complete = AddCatchUpChunk(chunk, &table);
-    if (!complete.ok()) return complete.status();
-    if (!*complete) continue;
+  absl::StatusOr<std::vector<TableSnapshot>> fetched = FetchShardState(
+      primary, request, *credentials, auth_token_, kCatchUpWait);
+  if (!fetched.ok()) return fetched.status();
+  std::vector<TableSnapshot>& tables = *fetched;
+  for (TableSnapshot& table : tables) {
     const std::string name = table.meta.spec().table();
     const uint64_t version = table.meta.version();
+    // Not retryable: the state does not fit this server (its limits).
     if (absl::Status s = registry_->Restore(std::move(table)); !s.ok()) {
-      return s;
+      return absl::FailedPreconditionError(
+          absl::StrCat("the primary's table '", name,
+                       "' cannot be restored here: ", s.message()));
     }
-    table = TableSnapshot();
-    ++tables;
     absl::MutexLock lock(&mu_);
     copied_versions_[name] = version;
   }
-  if (grpc::Status s = reader->Finish(); !s.ok()) {
-    return absl::Status(
-        static_cast<absl::StatusCode>(s.error_code()),
-        absl::StrCat("catching up from ", primary, ": ", s.error_message()));
-  }
-  Logf(log_, "caught up from %s: %d tables in %s", primary, tables,
+  Logf(log_, "caught up from %s: %d tables in %s", primary, tables.size(),
        absl::FormatDuration(absl::Now() - start));
   return absl::OkStatus();
 }
