@@ -163,20 +163,9 @@ class SpawnedServers {
     e.endpoint = client.etcd;
     absl::StatusOr<std::unique_ptr<EtcdClient>> etcd = EtcdClient::Create(e);
     if (!etcd.ok()) return etcd.status();
-    const absl::Time deadline = absl::Now() + absl::Seconds(30);
-    while (true) {
-      absl::StatusOr<JobLayout> layout =
-          ReadLayout(**etcd, client.job, client.num_shards);
-      if (!layout.ok()) return layout.status();
-      if (std::all_of(layout->shards.begin(), layout->shards.end(),
-                      [](const ShardLayout& s) { return s.epoch != 0; })) {
-        return absl::OkStatus();
-      }
-      if (absl::Now() > deadline) {
-        return absl::DeadlineExceededError("shards got no primary in 30 s");
-      }
-      absl::SleepFor(absl::Milliseconds(20));  // polling interval
-    }
+    return ps::AwaitPrimaries(**etcd, client.job, client.num_shards,
+                              absl::Seconds(30))
+        .status();
   }
 
   std::string dir_;

@@ -114,25 +114,11 @@ void Connections::Apply(const JobLayout& layout) {
 }
 
 absl::StatusOr<int64_t> Connections::AwaitPrimaries() {
-  const absl::Time deadline = absl::Now() + options_.rpc_timeout;
-  while (true) {
-    absl::StatusOr<JobLayout> layout =
-        ReadLayout(*etcd_, options_.job, num_shards_);
-    if (!layout.ok()) return layout.status();
-    Apply(*layout);
-    int missing = -1;
-    for (int s = 0; s < num_shards_ && missing < 0; ++s) {
-      if (shards_[s].load() == nullptr) missing = s;
-    }
-    if (missing < 0) return layout->revision;
-    if (absl::Now() > deadline) {
-      return absl::UnavailableError(
-          absl::StrCat("shard ", missing, " of job '", options_.job,
-                       "' has no primary in etcd at ", options_.etcd, " after ",
-                       absl::FormatDuration(options_.rpc_timeout)));
-    }
-    absl::SleepFor(absl::Milliseconds(50));  // waiting for the servers
-  }
+  absl::StatusOr<JobLayout> layout = ps::AwaitPrimaries(
+      *etcd_, options_.job, num_shards_, options_.rpc_timeout);
+  if (!layout.ok()) return layout.status();
+  Apply(*layout);
+  return layout->revision;
 }
 
 void Connections::Follow(int64_t revision) {

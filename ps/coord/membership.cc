@@ -104,6 +104,28 @@ absl::StatusOr<JobLayout> ReadLayout(const EtcdClient& etcd,
   return layout;
 }
 
+absl::StatusOr<JobLayout> AwaitPrimaries(const EtcdClient& etcd,
+                                         absl::string_view job,
+                                         uint32_t num_shards,
+                                         absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (true) {
+    absl::StatusOr<JobLayout> layout = ReadLayout(etcd, job, num_shards);
+    if (!layout.ok()) return layout.status();
+    auto missing =
+        std::find_if(layout->shards.begin(), layout->shards.end(),
+                     [](const ShardLayout& s) { return s.epoch == 0; });
+    if (missing == layout->shards.end()) return layout;
+    if (absl::Now() > deadline) {
+      return absl::UnavailableError(
+          absl::StrCat("shard ", missing - layout->shards.begin(), " of job '",
+                       job, "' has no primary in etcd at ", etcd.endpoint(),
+                       " after ", absl::FormatDuration(timeout)));
+    }
+    absl::SleepFor(absl::Milliseconds(20));  // polling interval
+  }
+}
+
 absl::StatusOr<bool> DeposePrimary(const EtcdClient& etcd,
                                    absl::string_view job, uint32_t shard,
                                    int64_t epoch) {

@@ -67,6 +67,14 @@ absl::StatusOr<JobLayout> ReadLayout(const EtcdClient& etcd,
                                      absl::string_view job,
                                      uint32_t num_shards);
 
+// Reads the layout until every one of `num_shards` shards of `job` has a
+// primary (polling every 20 ms); that layout. UNAVAILABLE naming the first
+// shard without one after `timeout`.
+absl::StatusOr<JobLayout> AwaitPrimaries(const EtcdClient& etcd,
+                                         absl::string_view job,
+                                         uint32_t num_shards,
+                                         absl::Duration timeout);
+
 // Ends the term of shard `shard`'s primary of `epoch`, if it is still that
 // one: revokes the lease its primary key is tied to, which deletes the
 // keys of that process (a replica key since taken over by a restarted

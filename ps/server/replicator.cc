@@ -447,15 +447,10 @@ absl::Status Replicator::ForwardTo(const std::string& address,
 grpc::ServerWriteReactor<shardps::CatchUpChunk>* Replicator::CatchUp(
     grpc::CallbackServerContext* context,
     const shardps::CatchUpRequest* request) {
-  const auto& metadata = context->client_metadata();
-  auto token = metadata.find(kAuthMetadataKey);
-  if (!auth_token_.empty() &&
-      (token == metadata.end() ||
-       !ConstantTimeEquals(
-           BearerValue(auth_token_),
-           absl::string_view(token->second.data(), token->second.size())))) {
-    return new CatchUpWriter(
-        absl::UnauthenticatedError("this server needs the job's auth token"));
+  if (absl::Status s =
+          CheckAuthorization(context->client_metadata(), auth_token_);
+      !s.ok()) {
+    return new CatchUpWriter(s);
   }
   if (request->job() != job_ || request->shard() != options_.shard) {
     return new CatchUpWriter(absl::FailedPreconditionError(absl::StrCat(

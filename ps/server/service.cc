@@ -23,19 +23,7 @@ absl::Status ParameterService::Admit(
   if (draining_.load(std::memory_order_acquire)) {
     return absl::UnavailableError("server is shutting down");
   }
-  if (auth_token_.empty()) return absl::OkStatus();
-  const auto& metadata = context.client_metadata();
-  auto it = metadata.find(kAuthMetadataKey);
-  if (it != metadata.end() &&
-      ConstantTimeEquals(
-          BearerValue(auth_token_),
-          absl::string_view(it->second.data(), it->second.size()))) {
-    return absl::OkStatus();
-  }
-  // Says nothing about the expected token.
-  return absl::UnauthenticatedError(
-      it == metadata.end() ? "this server needs the job's auth token"
-                           : "wrong auth token");
+  return CheckAuthorization(context.client_metadata(), auth_token_);
 }
 
 absl::Status ParameterService::CheckRole(

@@ -123,4 +123,20 @@ bool ConstantTimeEquals(absl::string_view want, absl::string_view got) {
   return diff == 0;
 }
 
+absl::Status CheckAuthorization(
+    const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
+    absl::string_view token) {
+  if (token.empty()) return absl::OkStatus();
+  auto it = metadata.find(kAuthMetadataKey);
+  if (it != metadata.end() &&
+      ConstantTimeEquals(
+          BearerValue(token),
+          absl::string_view(it->second.data(), it->second.size()))) {
+    return absl::OkStatus();
+  }
+  return absl::UnauthenticatedError(
+      it == metadata.end() ? "this server needs the job's auth token"
+                           : "wrong auth token");
+}
+
 }  // namespace ps

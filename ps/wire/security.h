@@ -15,7 +15,9 @@
 
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/security/server_credentials.h>
+#include <grpcpp/support/string_ref.h>
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -58,6 +60,13 @@ absl::Status CheckExposure(absl::string_view host, const TlsFiles& tls,
 
 // Whether `got` equals `want`, in time that depends only on their lengths.
 bool ConstantTimeEquals(absl::string_view want, absl::string_view got);
+
+// A server's check of a call's client metadata: OK when `token` is empty or
+// the call carries it as a bearer token (compared in constant time);
+// UNAUTHENTICATED otherwise, saying nothing about the expected token.
+absl::Status CheckAuthorization(
+    const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
+    absl::string_view token);
 
 }  // namespace ps
 

@@ -45,16 +45,11 @@ struct PushRecord {
   absl::Time end;
 };
 
-class ReplicatedFaultTest : public testing::Test {
+class ReplicatedFaultTest : public testutil::EtcdTest {
  protected:
   void SetUp() override {
-    if (!testutil::HaveEtcd()) {
-      GTEST_SKIP() << testutil::kEtcd
-                   << " is missing (deploy/install-deps.sh installs "
-                      "etcd-server)";
-    }
-    etcd_ = testutil::StartEtcd(dir_.path());
-    ASSERT_NE(etcd_, nullptr);
+    testutil::EtcdTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     for (int s = 0; s < kShards; ++s) {
       for (int r = 0; r < kReplicas; ++r) {
         ASSERT_TRUE(StartServer(s, r));
@@ -137,8 +132,6 @@ class ReplicatedFaultTest : public testing::Test {
    public:
     void Write(absl::string_view) override {}
   } quiet_;
-  testutil::ScopedTempDir dir_{"shardps-replicated"};
-  std::unique_ptr<EtcdProcess> etcd_;
   std::unique_ptr<ServerProcess> servers_[kShards * kReplicas];
   int starts_ = 0;
 };

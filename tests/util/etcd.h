@@ -11,6 +11,7 @@
 
 #include "ps/coord/etcd_client.h"
 #include "ps/coord/etcd_process.h"
+#include "util/files.h"
 #include "util/processes.h"
 
 namespace testutil {
@@ -45,6 +46,29 @@ inline std::unique_ptr<ps::EtcdClient> EtcdClientFor(
   EXPECT_TRUE(c.ok()) << c.status();
   return c.ok() ? *std::move(c) : nullptr;
 }
+
+// A test with an etcd of its own (data in dir_, a client in client_); it
+// skips, saying why, where etcd-server is not installed. Fixtures with a
+// SetUp of their own call EtcdTest::SetUp first and return when
+// IsSkipped() or HasFatalFailure().
+class EtcdTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    if (!HaveEtcd()) {
+      GTEST_SKIP() << kEtcd
+                   << " is missing (deploy/install-deps.sh installs "
+                      "etcd-server)";
+    }
+    etcd_ = StartEtcd(dir_.path());
+    ASSERT_NE(etcd_, nullptr);
+    client_ = EtcdClientFor(etcd_->endpoint());
+    ASSERT_NE(client_, nullptr);
+  }
+
+  ScopedTempDir dir_{"shardps-etcd"};
+  std::unique_ptr<ps::EtcdProcess> etcd_;
+  std::unique_ptr<ps::EtcdClient> client_;
+};
 
 }  // namespace testutil
 

@@ -55,22 +55,7 @@ absl::StatusOr<std::vector<std::string>> ReplicaSet::Primaries(
 
 absl::Status ReplicaSet::AwaitPrimaries(const std::string& job,
                                         absl::Duration timeout) const {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (true) {
-    absl::StatusOr<std::vector<std::string>> primaries = Primaries(job);
-    if (!primaries.ok()) return primaries.status();
-    int missing = -1;
-    for (int s = 0; s < shards_ && missing < 0; ++s) {
-      if ((*primaries)[s].empty()) missing = s;
-    }
-    if (missing < 0) return absl::OkStatus();
-    if (absl::Now() > deadline) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("shard ", missing, " got no primary in etcd within ",
-                       absl::FormatDuration(timeout)));
-    }
-    absl::SleepFor(absl::Milliseconds(20));  // polling interval
-  }
+  return ps::AwaitPrimaries(*client_, job, shards_, timeout).status();
 }
 
 }  // namespace worker

@@ -19,24 +19,7 @@
 namespace ps {
 namespace {
 
-class EtcdClientTest : public testing::Test {
- protected:
-  void SetUp() override {
-    if (!testutil::HaveEtcd()) {
-      GTEST_SKIP() << testutil::kEtcd
-                   << " is missing (deploy/install-deps.sh installs "
-                      "etcd-server)";
-    }
-    etcd_ = testutil::StartEtcd(dir_.path());
-    ASSERT_NE(etcd_, nullptr);
-    client_ = testutil::EtcdClientFor(etcd_->endpoint());
-    ASSERT_NE(client_, nullptr);
-  }
-
-  testutil::ScopedTempDir dir_{"shardps-etcd"};
-  std::unique_ptr<EtcdProcess> etcd_;
-  std::unique_ptr<EtcdClient> client_;
-};
+using EtcdClientTest = testutil::EtcdTest;
 
 TEST_F(EtcdClientTest, PutGetPrefixAndDeleteWithBinaryValues) {
   const std::string binary("v\0\xff\x01", 4);

@@ -20,20 +20,8 @@ namespace {
 
 constexpr char kJob[] = "mjob";
 
-class MembershipTest : public testing::Test {
+class MembershipTest : public testutil::EtcdTest {
  protected:
-  void SetUp() override {
-    if (!testutil::HaveEtcd()) {
-      GTEST_SKIP() << testutil::kEtcd
-                   << " is missing (deploy/install-deps.sh installs "
-                      "etcd-server)";
-    }
-    etcd_ = testutil::StartEtcd(dir_.path());
-    ASSERT_NE(etcd_, nullptr);
-    client_ = testutil::EtcdClientFor(etcd_->endpoint());
-    ASSERT_NE(client_, nullptr);
-  }
-
   std::unique_ptr<ServerMembership> Join(uint32_t shard, uint32_t replica,
                                          testutil::RecordingLog* log) {
     MembershipOptions o;
@@ -69,10 +57,6 @@ class MembershipTest : public testing::Test {
       absl::SleepFor(absl::Milliseconds(20));  // polling interval
     }
   }
-
-  testutil::ScopedTempDir dir_{"shardps-membership"};
-  std::unique_ptr<EtcdProcess> etcd_;
-  std::unique_ptr<EtcdClient> client_;
 };
 
 TEST_F(MembershipTest, OneReadyReplicaPerShardBecomesPrimary) {

@@ -37,18 +37,8 @@ shardps::PushRequest PushOf(uint64_t session, uint64_t sequence, float g) {
   return push;
 }
 
-class ReplicationTest : public testing::Test {
+class ReplicationTest : public testutil::EtcdTest {
  protected:
-  void SetUp() override {
-    if (!testutil::HaveEtcd()) {
-      GTEST_SKIP() << testutil::kEtcd
-                   << " is missing (deploy/install-deps.sh installs "
-                      "etcd-server)";
-    }
-    etcd_ = testutil::StartEtcd(dir_.path());
-    ASSERT_NE(etcd_, nullptr);
-  }
-
   std::unique_ptr<Server> StartReplica(uint32_t replica) {
     ServerOptions o;
     o.host = "127.0.0.1";
@@ -59,6 +49,18 @@ class ReplicationTest : public testing::Test {
     absl::StatusOr<std::unique_ptr<Server>> s = Server::Start(o);
     EXPECT_TRUE(s.ok()) << s.status();
     return s.ok() ? *std::move(s) : nullptr;
+  }
+
+  // Replica 0 as the primary, replica 1 as its backup, table "w" created.
+  void StartPrimaryAndBackup(std::unique_ptr<Server>* a,
+                             std::unique_ptr<Server>* b) {
+    *a = StartReplica(0);
+    ASSERT_NE(*a, nullptr);
+    AwaitRole(**a, "primary");
+    *b = StartReplica(1);
+    ASSERT_NE(*b, nullptr);
+    AwaitRole(**b, "backup");
+    ASSERT_TRUE(CreateTable(**a).ok());
   }
 
   static std::unique_ptr<shardps::ParameterServer::Stub> Stub(
@@ -122,19 +124,11 @@ class ReplicationTest : public testing::Test {
     shardps::CreateTableResponse response;
     return Stub(server)->CreateTable(&context, spec, &response);
   }
-
-  testutil::ScopedTempDir dir_{"shardps-replication"};
-  std::unique_ptr<EtcdProcess> etcd_;
 };
 
 TEST_F(ReplicationTest, EveryAcknowledgedPushSurvivesEachReplicaInTurn) {
-  std::unique_ptr<Server> a = StartReplica(0);
-  ASSERT_NE(a, nullptr);
-  AwaitRole(*a, "primary");
-  std::unique_ptr<Server> b = StartReplica(1);
-  ASSERT_NE(b, nullptr);
-  AwaitRole(*b, "backup");
-  ASSERT_TRUE(CreateTable(*a).ok());
+  std::unique_ptr<Server> a, b;
+  ASSERT_NO_FATAL_FAILURE(StartPrimaryAndBackup(&a, &b));
   shardps::PushResponse reply;
   for (uint64_t seq = 1; seq <= 5; ++seq) {
     ASSERT_TRUE(Push(*a, PushOf(7, seq, 1.0f), &reply).ok());
@@ -178,13 +172,8 @@ TEST_F(ReplicationTest, EveryAcknowledgedPushSurvivesEachReplicaInTurn) {
 }
 
 TEST_F(ReplicationTest, PushesGoOnWhileEtcdIsAway) {
-  std::unique_ptr<Server> a = StartReplica(0);
-  ASSERT_NE(a, nullptr);
-  AwaitRole(*a, "primary");
-  std::unique_ptr<Server> b = StartReplica(1);
-  ASSERT_NE(b, nullptr);
-  AwaitRole(*b, "backup");
-  ASSERT_TRUE(CreateTable(*a).ok());
+  std::unique_ptr<Server> a, b;
+  ASSERT_NO_FATAL_FAILURE(StartPrimaryAndBackup(&a, &b));
   const EtcdProcessOptions ports = etcd_->options();
   etcd_->Kill();
   // Three lease TTLs without etcd: the primary stays primary, forwards to
@@ -209,13 +198,8 @@ TEST_F(ReplicationTest, PushesGoOnWhileEtcdIsAway) {
 }
 
 TEST_F(ReplicationTest, AStalePrimaryCannotHaveAPushAcknowledged) {
-  std::unique_ptr<Server> a = StartReplica(0);
-  ASSERT_NE(a, nullptr);
-  AwaitRole(*a, "primary");
-  std::unique_ptr<Server> b = StartReplica(1);
-  ASSERT_NE(b, nullptr);
-  AwaitRole(*b, "backup");
-  ASSERT_TRUE(CreateTable(*a).ok());
+  std::unique_ptr<Server> a, b;
+  ASSERT_NO_FATAL_FAILURE(StartPrimaryAndBackup(&a, &b));
   const int64_t epoch = Stats(*a).epoch();
   // A forward carrying an epoch older than the backup has seen is refused.
   grpc::ClientContext context;
