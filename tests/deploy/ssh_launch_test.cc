@@ -75,7 +75,7 @@ class SshLaunchTest : public testing::Test {
             "--ssh_args=-i " + dir_ +
                 "/client_key -o StrictHostKeyChecking=no -o "
                 "UserKnownHostsFile=/dev/null -o LogLevel=ERROR",
-            absl::StrCat("--ssh_base_port=", testutil::FreeLoopbackPort()),
+            absl::StrCat("--ssh_base_port=", testutil::FreePortRun(4)),
             "--servers=2",
             "--workers=2",
             "--run_dir=" + run,

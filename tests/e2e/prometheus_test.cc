@@ -25,19 +25,6 @@ namespace {
 
 constexpr char kPrometheus[] = "/usr/bin/prometheus";
 
-// `n` consecutive loopback ports nothing listens on right now.
-int FreePortRun(int n) {
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    const int first = testutil::FreeLoopbackPort();
-    bool free = first + n <= 65536;
-    for (int p = first; free && p < first + n; ++p) {
-      free = !testutil::Connects(p);
-    }
-    if (free) return first;
-  }
-  return 0;
-}
-
 class PrometheusTest : public testing::Test {
  protected:
   void SetUp() override {
@@ -123,7 +110,7 @@ TEST_F(PrometheusTest, ScrapesALaunchedRunAndAnswersThePushRate) {
   ASSERT_EQ(::mkdir(run.c_str(), 0755), 0);
   const std::string targets = run + "/prometheus-targets.json";
   ASSERT_NO_FATAL_FAILURE(StartPrometheus(targets));
-  const int base = FreePortRun(4);
+  const int base = testutil::FreePortRun(4);
   ASSERT_GT(base, 0);
   // About 14 s of training: Prometheus applies newly discovered targets
   // within 5 s, then scrapes every process every 250 ms.

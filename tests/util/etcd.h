@@ -29,8 +29,9 @@ inline std::unique_ptr<ps::EtcdProcess> StartEtcd(const std::string& dir,
   o.binary = kEtcd;
   o.data_dir = dir + "/etcd-data";
   o.log_path = dir + "/etcd.log";
-  o.client_port = client_port > 0 ? client_port : FreeLoopbackPort();
-  o.peer_port = peer_port > 0 ? peer_port : FreeLoopbackPort();
+  const int run = client_port > 0 ? 0 : FreePortRun(2);
+  o.client_port = client_port > 0 ? client_port : run;
+  o.peer_port = peer_port > 0 ? peer_port : run + 1;
   absl::StatusOr<std::unique_ptr<ps::EtcdProcess>> etcd =
       ps::EtcdProcess::Start(o);
   EXPECT_TRUE(etcd.ok()) << etcd.status();

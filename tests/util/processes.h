@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/random/random.h"
 #include "absl/time/clock.h"
 #include "ps/base/child_process.h"
 #include "util/files.h"
@@ -68,6 +69,30 @@ inline int FreeLoopbackPort() {
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
   ::close(fd);
   return ntohs(a.sin_port);
+}
+
+// `n` consecutive loopback ports, none bound now, below the kernel's
+// ephemeral range (32768 and up on Linux): ports that outgoing connections
+// and port-0 binds of concurrent tests never take, for a process that must
+// be told its ports in advance (--metrics_port, --ssh_base_port, etcd).
+// 0 if none was found.
+inline int FreePortRun(int n) {
+  absl::BitGen random;
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    const int first = absl::Uniform(random, 20000, 32768 - n);
+    bool free = true;
+    for (int p = first; free && p < first + n; ++p) {
+      const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      a.sin_port = htons(static_cast<uint16_t>(p));
+      free = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+      ::close(fd);
+    }
+    if (free) return first;
+  }
+  return 0;
 }
 
 inline bool Connects(int port) {
