@@ -175,14 +175,28 @@ class ModelFaultTest : public testing::TestWithParam<uint32_t> {
       ASSERT_TRUE(c->OpenTable(Table(), absl::Seconds(10)).ok());
     ASSERT_TRUE(checker_->OpenTable(Table(), absl::Seconds(10)).ok());
     // Every server has the table in a checkpoint before anything is killed
-    // (a server restarted without one would not know the table).
-    const absl::Time give_up = absl::Now() + absl::Seconds(30);
-    for (int s = 0; s < kServers; ++s) {
-      while (!std::filesystem::exists(
-                 absl::StrCat(dir_.path(), "/ckpt-", s, "/checkpoint")) &&
-             absl::Now() < give_up) {
-        absl::SleepFor(absl::Milliseconds(10));  // polling interval
+    // (a server restarted without one would not know the table): two more
+    // checkpoints than now, so that one began after the table existed.
+    auto written = [&] {
+      std::vector<uint64_t> counts;
+      absl::StatusOr<std::vector<shardps::StatsResponse>> stats =
+          checker_->Stats();
+      if (stats.ok()) {
+        for (const auto& s : *stats) counts.push_back(s.checkpoints_written());
       }
+      return counts;
+    };
+    const std::vector<uint64_t> before = written();
+    ASSERT_EQ(before.size(), static_cast<size_t>(kServers));
+    const absl::Time give_up = absl::Now() + absl::Seconds(30);
+    for (std::vector<uint64_t> now = written(); absl::Now() < give_up;
+         now = written()) {
+      bool all = now.size() == before.size();
+      for (size_t s = 0; all && s < now.size(); ++s) {
+        all = now[s] >= before[s] + 2;
+      }
+      if (all) break;
+      absl::SleepFor(absl::Milliseconds(10));  // polling interval
     }
   }
 
