@@ -34,15 +34,6 @@ std::string Output(const std::string& command) {
 
 bool Have(const char* path) { return access(path, X_OK) == 0; }
 
-// Two consecutive free ports (the sbatch script uses PORT + server index).
-int FreePortPair() {
-  for (int i = 0; i < 100; ++i) {
-    const int p = testutil::FreeLoopbackPort();
-    if (p < 65535 && !testutil::Connects(p + 1)) return p;
-  }
-  return 0;
-}
-
 class SlurmTest : public testing::Test {
  protected:
   void SetUp() override {
@@ -157,7 +148,8 @@ TEST_F(SlurmTest, SbatchRunsTwoServersAndTwoWorkers) {
                 dir_ + "/data",
                 "--samples 6000 --features 16 --classes 3 --shards 2"),
             0);
-  const int port = FreePortPair();
+  // Two consecutive ports (the sbatch script uses PORT + server index).
+  const int port = testutil::FreePortRun(2);
   ASSERT_GT(port, 0);
   const std::string run = dir_ + "/run";
   setenv("SHARDPS_SERVERS", "2", 1);
