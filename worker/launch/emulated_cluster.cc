@@ -113,6 +113,10 @@ HostSlot EmulatedCluster::worker(int i) const {
               absl::StrCat(options_.subnet, ".2.", i + 1));
 }
 
+std::string EmulatedCluster::control_address() const {
+  return absl::StrCat(options_.subnet, ".0.1");
+}
+
 std::string EmulatedCluster::StorageUrl(const std::string& path) const {
   return absl::StrCat("http://", options_.subnet, ".0.2",
                       path.empty() ? "" : "/", path);

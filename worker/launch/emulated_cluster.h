@@ -42,6 +42,9 @@ class EmulatedCluster {
 
   HostSlot server(int i) const;
   HostSlot worker(int i) const;
+  // The control host's address, where the launcher (and what it starts,
+  // such as etcd) runs once EnterControlHost moved it there.
+  std::string control_address() const;
   // http://STORAGE/ + path under data_root.
   std::string StorageUrl(const std::string& path) const;
   // Moves this process into the control host's network namespace; TearDown

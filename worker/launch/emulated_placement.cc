@@ -49,6 +49,7 @@ class EmulatedPlacement final : public Placement {
       placed.workers.push_back(cluster_->worker(i));
     }
     placed.data = cluster_->StorageUrl("");
+    placed.control_address = cluster_->control_address();
     placed.links = {{"server", co.server_link},
                     {"worker", co.worker_link},
                     {"storage", co.storage_link}};

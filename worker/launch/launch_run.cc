@@ -29,11 +29,6 @@ absl::Status Prepare(LaunchRequest* r) {
   if (o.replicas < 1 || o.replicas > 5) {
     return absl::InvalidArgumentError("--replicas must be in [1, 5]");
   }
-  if (o.replicas > 1 && o.cluster != "local") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--replicas > 1 runs with --cluster=local for now, not --cluster=",
-        o.cluster));
-  }
   if (absl::Status s = ps::CreateDirectories(o.run_dir); !s.ok()) return s;
   std::error_code error;
   const std::filesystem::path absolute =
@@ -76,6 +71,15 @@ absl::StatusOr<shardps::RunSummary> RunLaunch(LaunchRequest request,
   o.worker_hosts = std::move(placed->workers);
   o.data = std::move(placed->data);
   o.links = std::move(placed->links);
+  if (o.replicas > 1 && placed->control_address.empty()) {
+    shardps::RunSummary unrecorded;
+    (*placement)->Finish(&unrecorded).IgnoreError();
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--replicas > 1 runs with --cluster=local or emulated (the launcher "
+        "starts the etcd every replica reaches), not --cluster=",
+        o.cluster));
+  }
+  o.control_address = std::move(placed->control_address);
   absl::StatusOr<shardps::RunSummary> summary;
   {
     // Started after Place, which may move the process between network

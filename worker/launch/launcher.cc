@@ -130,7 +130,7 @@ class Run {
   absl::Status StartServers() {
     if (o_.replicas > 1) {
       absl::StatusOr<std::unique_ptr<ReplicaSet>> set = ReplicaSet::Start(
-          o_.run_dir, o_.server_hosts[0].address, o_.servers, o_.replicas);
+          o_.run_dir, o_.control_address, o_.servers, o_.replicas);
       if (!set.ok()) return set.status();
       replicas_ = *std::move(set);
       Progress(absl::StrCat("etcd at ", replicas_->endpoint()));

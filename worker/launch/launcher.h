@@ -51,6 +51,8 @@ struct LaunchOptions {
   std::vector<HostSlot> server_hosts;        // one per server process
   std::vector<HostSlot> worker_hosts;        // one per worker
   std::map<std::string, std::string> links;  // recorded in the summary
+  // Where the etcd of --replicas listens (Placed::control_address).
+  std::string control_address = "127.0.0.1";
   std::string server_binary;
   std::string worker_binary;
   absl::Duration ready_timeout = absl::Seconds(60);

@@ -24,6 +24,7 @@ class LocalPlacement final : public Placement {
     placed.servers.resize(options.servers);
     placed.workers.resize(options.workers);
     placed.data = options.data;
+    placed.control_address = "127.0.0.1";
     return placed;
   }
 };

@@ -48,6 +48,9 @@ struct Placed {
   std::vector<HostSlot> workers;             // one per worker
   std::string data;                          // what workers get as --data
   std::map<std::string, std::string> links;  // recorded in the summary
+  // Where the launcher itself serves what every host must reach (the etcd
+  // of --replicas); empty: the backend has no such place.
+  std::string control_address;
 };
 
 class Placement {

@@ -12,11 +12,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "util/data.h"
+#include "util/etcd.h"
 #include "util/files.h"
 #include "util/launch.h"
 #include "util/nginx_server.h"
@@ -57,7 +59,8 @@ class EmulatedClusterTest : public testing::Test {
   shardps::RunSummary Run(const std::string& name, int servers, int workers,
                           const std::string& loader,
                           const std::vector<std::string>& worker_args,
-                          Outcome expect = Outcome::kOk) {
+                          Outcome expect = Outcome::kOk,
+                          const std::vector<std::string>& launch_args = {}) {
     const std::string run = absl::StrCat(dir_, "/", name);
     const std::string host_links = Output("ip -o link show");
     std::unique_ptr<ps::ChildProcess> p = testutil::StartLaunch(
@@ -70,8 +73,9 @@ class EmulatedClusterTest : public testing::Test {
                                         "--data=" + dir_ + "/data",
                                         "--server_link=100mbit",
                                         "--worker_link=1gbit",
-                                        "--storage_link=160mbit",
-                                        "--"};
+                                        "--storage_link=160mbit"};
+          a.insert(a.end(), launch_args.begin(), launch_args.end());
+          a.push_back("--");
           a.insert(a.end(), worker_args.begin(), worker_args.end());
           return a;
         }(),
@@ -180,6 +184,42 @@ TEST_F(EmulatedClusterTest, ShortABShowsBothEffectsInTheRightDirection) {
   // servers split the traffic.
   EXPECT_GT(fix4.samples_per_second(), 1.5 * base4.samples_per_second())
       << base4.samples_per_second() << " vs " << fix4.samples_per_second();
+}
+
+TEST_F(EmulatedClusterTest,
+       ReplicasRunOnTheirOwnHostsWithEtcdOnTheControlHost) {
+  if (!testutil::HaveEtcd()) {
+    GTEST_SKIP() << testutil::kEtcd
+                 << " is missing (deploy/install-deps.sh installs etcd-server)";
+  }
+  const shardps::RunSummary sum =
+      Run("replicated", 2, 2, "parallel",
+          {"--model=mlp:784-32-10", "--batch=32", "--max_steps=20"},
+          Outcome::kOk, {"--replicas=2"});
+  ASSERT_TRUE(sum.ok()) << sum.error();
+  // Process p is replica p / 2 of shard p % 2, each on its own server host.
+  std::set<std::string> hosts;
+  for (int p = 0; p < 4; ++p) {
+    const shardps::ProcessRecord& server = sum.processes(p);
+    EXPECT_EQ(server.name(), absl::StrCat("server-", p % 2, "-r", p / 2));
+    EXPECT_EQ(server.host().rfind(absl::StrCat("10.213.1.", p + 1, ":"), 0), 0u)
+        << server.host();
+    hosts.insert(server.host());
+  }
+  EXPECT_EQ(hosts.size(), 4u);
+  // etcd ran on the control host, and every backup copied its shard's
+  // state from the primary across the emulated network before serving.
+  const std::string run = dir_ + "/replicated";
+  const std::string launch_log = testutil::ReadFile(run + ".log");
+  EXPECT_NE(launch_log.find("etcd at http://10.213.0.1:"), std::string::npos)
+      << launch_log;
+  for (int shard = 0; shard < 2; ++shard) {
+    const std::string log =
+        testutil::ReadFile(absl::StrCat(run, "/server-", shard, "-r1.log"));
+    EXPECT_NE(log.find(absl::StrCat("caught up from 10.213.1.", shard + 1)),
+              std::string::npos)
+        << log;
+  }
 }
 
 }  // namespace
