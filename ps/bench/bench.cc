@@ -87,6 +87,17 @@ absl::StatusOr<PhaseResult> RunPhase(Clients& clients, uint64_t params,
 }
 
 // Servers started for the run, in a temporary directory removed at the end.
+// The layout of the client's replicated job once every shard has a
+// primary in its etcd.
+absl::StatusOr<JobLayout> AwaitLayout(const ClientOptions& client) {
+  EtcdOptions e;
+  e.endpoint = client.etcd;
+  absl::StatusOr<std::unique_ptr<EtcdClient>> etcd = EtcdClient::Create(e);
+  if (!etcd.ok()) return etcd.status();
+  return AwaitPrimaries(**etcd, client.job, client.num_shards,
+                        absl::Seconds(30));
+}
+
 class SpawnedServers {
  public:
   SpawnedServers() = default;
@@ -130,7 +141,9 @@ class SpawnedServers {
         if (replicas == 1) client->server_addrs.push_back(*address);
       }
       if (r == 0 && replicas > 1) {
-        if (absl::Status s = AwaitPrimaries(*client); !s.ok()) return s;
+        if (absl::Status s = AwaitLayout(*client).status(); !s.ok()) {
+          return s;
+        }
       }
     }
     return absl::OkStatus();
@@ -155,17 +168,6 @@ class SpawnedServers {
     if (!p.ok()) return p.status();
     servers_.push_back(*std::move(p));
     return servers_.back()->address();
-  }
-
-  // Waits until every shard has its primary in etcd.
-  absl::Status AwaitPrimaries(const ClientOptions& client) {
-    EtcdOptions e;
-    e.endpoint = client.etcd;
-    absl::StatusOr<std::unique_ptr<EtcdClient>> etcd = EtcdClient::Create(e);
-    if (!etcd.ok()) return etcd.status();
-    return ps::AwaitPrimaries(**etcd, client.job, client.num_shards,
-                              absl::Seconds(30))
-        .status();
   }
 
   std::string dir_;
@@ -230,21 +232,23 @@ absl::StatusOr<Measured> Measure(Clients& clients,
 void Print(const BenchOptions& o, int servers, const Measured& m) {
   if (o.json) {
     absl::PrintF(
-        "{\"servers\":%d,\"workers\":%d,\"params\":%d,\"compression\":\"%s\","
+        "{\"servers\":%d,\"replicas\":%d,\"workers\":%d,\"params\":%d,"
+        "\"compression\":\"%s\","
         "\"push_MBps\":%.1f,\"pull_MBps\":%.1f,\"push_wire_MBps\":%.1f,"
         "\"pull_wire_MBps\":%.1f,\"push_p50_ms\":%.3f,\"push_p99_ms\":%.3f,"
         "\"pull_p50_ms\":%.3f,\"pull_p99_ms\":%.3f}\n",
-        servers, o.workers, o.params, o.compression, m.push.mbps, m.pull.mbps,
-        m.push_wire_mbps, m.pull_wire_mbps, m.push.p50_ms, m.push.p99_ms,
-        m.pull.p50_ms, m.pull.p99_ms);
+        servers, o.replicas, o.workers, o.params, o.compression, m.push.mbps,
+        m.pull.mbps, m.push_wire_mbps, m.pull_wire_mbps, m.push.p50_ms,
+        m.push.p99_ms, m.pull.p50_ms, m.pull.p99_ms);
     return;
   }
   absl::PrintF(
-      "servers=%d workers=%d params=%d compression=%s (MB/s of float32 "
+      "servers=%d replicas=%d workers=%d params=%d compression=%s (MB/s of "
+      "float32 "
       "parameters; on the wire in brackets)\n"
       "  push %8.1f MB/s (%.1f)  p50 %.3f ms  p99 %.3f ms\n"
       "  pull %8.1f MB/s (%.1f)  p50 %.3f ms  p99 %.3f ms\n",
-      servers, o.workers, o.params, o.compression, m.push.mbps,
+      servers, o.replicas, o.workers, o.params, o.compression, m.push.mbps,
       m.push_wire_mbps, m.push.p50_ms, m.push.p99_ms, m.pull.mbps,
       m.pull_wire_mbps, m.pull.p50_ms, m.pull.p99_ms);
 }
@@ -271,16 +275,22 @@ absl::Status RunBench(BenchOptions options) {
         !s.ok()) {
       return s;
     }
+  } else if (!options.client.etcd.empty()) {
+    absl::StatusOr<JobLayout> layout = AwaitLayout(options.client);
+    if (!layout.ok()) return layout.status();
+    options.replicas = static_cast<int>(layout->shards[0].replicas.size());
   }
   absl::StatusOr<Clients> clients = ConnectClients(options);
   if (!clients.ok()) return clients.status();
   absl::StatusOr<Measured> measured = Measure(*clients, options);
   if (!measured.ok()) return measured.status();
-  Print(options,
-        options.spawn_servers > 0
-            ? options.spawn_servers
-            : static_cast<int>(options.client.server_addrs.size()),
-        *measured);
+  int servers = options.spawn_servers;
+  if (servers == 0) {
+    servers = options.client.etcd.empty()
+                  ? static_cast<int>(options.client.server_addrs.size())
+                  : options.client.num_shards;
+  }
+  Print(options, servers, *measured);
   clients->clear();
   return spawned.Stop();
 }

@@ -27,7 +27,8 @@ struct BenchOptions {
   // for their membership (ps/server/replicator.h); the clients follow the
   // primaries. What replication costs a push.
   int replicas = 1;
-  // Every thread's client: its servers (unless spawned), job, chunking,
+  // Every thread's client: its servers (unless spawned; client.etcd and
+  // num_shards for a replicated job), job, chunking,
   // encodings and security; `worker` is set per thread.
   ClientOptions client;
   int workers = 1;

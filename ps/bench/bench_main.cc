@@ -20,7 +20,12 @@ ABSL_FLAG(int, replicas, 1,
 ABSL_FLAG(std::string, server_addrs, "",
           "Servers to bench, host:port,... or a pattern with {i} plus "
           "--num_servers.");
-ABSL_FLAG(int, num_servers, 0, "Server count for a {i} --server_addrs.");
+ABSL_FLAG(int, num_servers, 0,
+          "Server count for a {i} --server_addrs; shards with --etcd.");
+ABSL_FLAG(std::string, etcd, "",
+          "Bench a replicated job started elsewhere: its etcd "
+          "(http://host:port), whose layout names the --num_servers shards' "
+          "primaries, instead of --server_addrs.");
 ABSL_FLAG(int, workers, 1, "Client threads, each with its own ps::Client.");
 ABSL_FLAG(int64_t, params, 1000000, "Table size in float32 parameters.");
 ABSL_FLAG(double, seconds, 5, "Seconds of pushing, then of pulling.");
@@ -45,7 +50,13 @@ absl::StatusOr<ps::BenchOptions> BenchOptionsFromFlags() {
   o.length = absl::Seconds(absl::GetFlag(FLAGS_seconds));
   o.json = absl::GetFlag(FLAGS_json);
   o.compression = absl::GetFlag(FLAGS_compression);
-  if (o.spawn_servers == 0) {
+  if (o.spawn_servers == 0 && !absl::GetFlag(FLAGS_etcd).empty()) {
+    o.client.etcd = absl::GetFlag(FLAGS_etcd);
+    o.client.num_shards = absl::GetFlag(FLAGS_num_servers);
+    if (o.client.num_shards < 1) {
+      return absl::InvalidArgumentError("--etcd needs --num_servers >= 1");
+    }
+  } else if (o.spawn_servers == 0) {
     absl::StatusOr<std::vector<std::string>> addrs = ps::ParseServerAddrs(
         absl::GetFlag(FLAGS_server_addrs), absl::GetFlag(FLAGS_num_servers));
     if (!addrs.ok()) {

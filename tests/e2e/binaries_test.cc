@@ -10,6 +10,7 @@
 #include "ps/base/program.h"
 #include "ps/base/server_process.h"
 #include "ps/client/client.h"
+#include "ps/coord/membership.h"
 #include "util/etcd.h"
 #include "util/files.h"
 #include "util/processes.h"
@@ -148,7 +149,7 @@ TEST_F(BinariesTest, HelpDocumentsFlagsWithDefaults) {
   Run(absl::StrCat(SiblingBinary("shardps-bench"), " --help"), &out);
   for (const char* flag :
        {"--spawn_servers", "--replicas", "--server_addrs", "--num_servers",
-        "--workers", "--params", "--seconds", "--json", "--chunk_kb",
+        "--etcd", "--workers", "--params", "--seconds", "--json", "--chunk_kb",
         "--channels_per_server", "--inflight"}) {
     EXPECT_NE(out.find(flag), std::string::npos) << flag << "\n" << out;
   }
@@ -163,7 +164,8 @@ TEST_F(BinariesTest, BenchPrintsOneJsonLineWithEveryFigure) {
           &out);
   ASSERT_EQ(code, 0) << out;
   const std::regex line(
-      R"(\{"servers":2,"workers":2,"params":100000,"compression":"fp16",)"
+      R"(\{"servers":2,"replicas":1,"workers":2,"params":100000,)"
+      R"("compression":"fp16",)"
       R"("push_MBps":([0-9.]+),"pull_MBps":([0-9.]+),)"
       R"("push_wire_MBps":([0-9.]+),"pull_wire_MBps":([0-9.]+),)"
       R"("push_p50_ms":([0-9.]+),"push_p99_ms":([0-9.]+),)"
@@ -189,7 +191,8 @@ TEST_F(BinariesTest, BenchMeasuresReplicatedServers) {
           &out);
   ASSERT_EQ(code, 0) << out;
   const std::regex line(
-      R"(\{"servers":2,"workers":1,"params":100000,"compression":"none",)"
+      R"(\{"servers":2,"replicas":2,"workers":1,"params":100000,)"
+      R"("compression":"none",)"
       R"("push_MBps":([0-9.]+),"pull_MBps":([0-9.]+),)");
   std::smatch m;
   ASSERT_TRUE(std::regex_search(out, m, line)) << out;
@@ -201,6 +204,61 @@ TEST_F(BinariesTest, BenchMeasuresReplicatedServers) {
                 &out),
             1);
   EXPECT_NE(out.find("--replicas"), std::string::npos) << out;
+}
+
+TEST_F(BinariesTest, BenchFindsAReplicatedJobStartedElsewhereThroughEtcd) {
+  if (!testutil::HaveEtcd()) {
+    GTEST_SKIP() << testutil::kEtcd
+                 << " is missing (deploy/install-deps.sh installs etcd-server)";
+  }
+  std::unique_ptr<EtcdProcess> etcd = testutil::StartEtcd(run_dir_);
+  ASSERT_NE(etcd, nullptr);
+  std::vector<std::unique_ptr<ServerProcess>> replicas;
+  for (int r = 0; r < 2; ++r) {
+    ServerProcessOptions o = Options(absl::StrCat("replica-", r));
+    o.extra_args = {"--job=elsewhere", "--etcd=" + etcd->endpoint(),
+                    "--shard=0", absl::StrCat("--replica=", r)};
+    absl::StatusOr<std::unique_ptr<ServerProcess>> s = ServerProcess::Spawn(o);
+    ASSERT_TRUE(s.ok()) << s.status();
+    replicas.push_back(*std::move(s));
+  }
+  // Both replicas ready in the layout before the bench reads it.
+  std::unique_ptr<EtcdClient> client =
+      testutil::EtcdClientFor(etcd->endpoint());
+  ASSERT_NE(client, nullptr);
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  int ready = 0;
+  while (ready < 2 && absl::Now() < deadline) {
+    absl::StatusOr<JobLayout> layout = ReadLayout(*client, "elsewhere", 1);
+    ready = 0;
+    if (layout.ok()) {
+      for (const ReplicaAddress& r : layout->shards[0].replicas) {
+        ready += r.ready ? 1 : 0;
+      }
+    }
+    if (ready < 2) absl::SleepFor(absl::Milliseconds(50));
+  }
+  ASSERT_EQ(ready, 2);
+  std::string out;
+  const std::string bench = absl::StrCat(
+      SiblingBinary("shardps-bench"), " --etcd=", etcd->endpoint(),
+      " --job=elsewhere --num_servers=1 --params=100000 --seconds=0.3 --json");
+  ASSERT_EQ(Run(bench, &out), 0) << out;
+  const std::regex line(
+      R"(\{"servers":1,"replicas":2,"workers":1,"params":100000,)"
+      R"("compression":"none","push_MBps":([0-9.]+),"pull_MBps":([0-9.]+),)");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(out, m, line)) << out;
+  EXPECT_GT(std::stod(m[1]), 0) << m[0];
+  EXPECT_GT(std::stod(m[2]), 0) << m[0];
+  for (const auto& r : replicas) {
+    EXPECT_TRUE(r->Stop(absl::Seconds(10)).ok());
+  }
+  EXPECT_EQ(Run(absl::StrCat(SiblingBinary("shardps-bench"),
+                             " --etcd=", etcd->endpoint(), " --seconds=0.1"),
+                &out),
+            1);
+  EXPECT_NE(out.find("--etcd needs --num_servers"), std::string::npos) << out;
 }
 
 TEST_F(BinariesTest, BenchWithoutServersSaysWhatIsMissing) {
