@@ -195,6 +195,21 @@ absl::Status ServerMembership::SetReady(bool ready) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<bool> ServerMembership::ClaimFreshShard() {
+  int64_t lease;
+  {
+    absl::MutexLock lock(&mu_);
+    lease = lease_;
+  }
+  absl::StatusOr<bool> won =
+      options_.etcd->CreateIfAbsent(primary_key_, primary_value_, lease);
+  if (!won.ok() || !*won) return won;
+  if (absl::Status s = SetReady(true); !s.ok()) return s;
+  // Primary now, not at the next renewal.
+  if (absl::Status s = Campaign(); !s.ok()) return s;
+  return true;
+}
+
 bool ServerMembership::ready() const {
   absl::MutexLock lock(&mu_);
   return ready_;

@@ -116,6 +116,13 @@ class ServerMembership {
   // the ttl) is registered again as not ready: call SetReady(true) once
   // caught up.
   absl::Status SetReady(bool ready);
+  // For a replica that finds its shard held by nobody (no primary, no
+  // ready replica): becomes the primary, by an etcd transaction only one
+  // replica can win, and then ready. False when another replica won: this
+  // one must copy the state from it. Two replicas starting at once would
+  // otherwise both call themselves ready with empty state, and the one
+  // that lost the election could miss pushes made before it said so.
+  absl::StatusOr<bool> ClaimFreshShard();
   bool ready() const;
   bool is_primary() const;
   // The shard's epoch while this replica is primary; else 0.

@@ -210,7 +210,12 @@ absl::Status Replicator::Start(std::string address) {
                       [&](const ReplicaAddress& r) {
                         return r.ready && r.address != self;
                       });
-      if (!others_ready && shard.epoch == 0) break;
+      if (!others_ready && shard.epoch == 0) {
+        absl::StatusOr<bool> claimed = membership->ClaimFreshShard();
+        if (!claimed.ok()) return claimed.status();
+        if (*claimed) break;
+        continue;  // another replica won: copy from it
+      }
       if (absl::Now() > deadline) {
         return absl::UnavailableError(absl::StrCat(
             "shard ", options_.shard,

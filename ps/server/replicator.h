@@ -24,7 +24,10 @@
 //   it is ready. Forwarded pushes that arrive meanwhile are answered
 //   UNAVAILABLE ("catching up") and retried by the primary; those already
 //   in the copied state (version at or below it) are acknowledged without
-//   being applied again.
+//   being applied again. One that finds the shard held by nobody (no
+//   primary, no ready replica) claims it (ServerMembership::
+//   ClaimFreshShard): of replicas starting at once, one becomes the
+//   primary and the others copy from it like any joining replica.
 // - Async tables only for now: creating a sync or ssp table on a replicated
 //   server is FAILED_PRECONDITION.
 //

@@ -9,13 +9,16 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "proto/shardps.grpc.pb.h"
 #include "ps/server/server.h"
 #include "util/etcd.h"
 #include "util/files.h"
+#include "util/log.h"
 
 namespace ps {
 namespace {
@@ -39,8 +42,10 @@ shardps::PushRequest PushOf(uint64_t session, uint64_t sequence, float g) {
 
 class ReplicationTest : public testutil::EtcdTest {
  protected:
-  std::unique_ptr<Server> StartReplica(uint32_t replica) {
+  std::unique_ptr<Server> StartReplica(uint32_t replica,
+                                       LogSink* log = nullptr) {
     ServerOptions o;
+    o.log = log;
     o.host = "127.0.0.1";
     o.job = kJob;
     o.replication.etcd = etcd_->endpoint();
@@ -125,6 +130,37 @@ class ReplicationTest : public testutil::EtcdTest {
     return Stub(server)->CreateTable(&context, spec, &response);
   }
 };
+
+TEST_F(ReplicationTest, ReplicasStartingAtOnceElectOnePrimaryTheOtherCopies) {
+  // As compose or a cluster scheduler starts them: both at the same time,
+  // neither finding a primary. Only one may call the empty state the
+  // shard's; the other must copy from it, or pushes made before it said
+  // it was ready would be on one replica only.
+  testutil::RecordingLog logs[2];
+  std::unique_ptr<Server> servers[2];
+  std::thread starting([&] { servers[1] = StartReplica(1, &logs[1]); });
+  servers[0] = StartReplica(0, &logs[0]);
+  starting.join();
+  ASSERT_NE(servers[0], nullptr);
+  ASSERT_NE(servers[1], nullptr);
+  const int primary = Stats(*servers[0]).role() == "primary" ? 0 : 1;
+  const int backup = 1 - primary;
+  EXPECT_EQ(Stats(*servers[primary]).role(), "primary");
+  EXPECT_EQ(Stats(*servers[backup]).role(), "backup");
+  EXPECT_TRUE(logs[backup].Has(
+      absl::StrCat("caught up from ", servers[primary]->address())))
+      << absl::StrJoin(logs[backup].lines(), "\n");
+  EXPECT_FALSE(logs[primary].Has("caught up"));
+  // And the backup gets every push from the first on.
+  ASSERT_TRUE(CreateTable(*servers[primary]).ok());
+  shardps::PushResponse reply;
+  ASSERT_TRUE(Push(*servers[primary], PushOf(3, 1, 2.0f), &reply).ok());
+  servers[primary].reset();
+  AwaitRole(*servers[backup], "primary");
+  std::vector<float> values;
+  ASSERT_TRUE(Pull(*servers[backup], &values).ok());
+  EXPECT_EQ(values, std::vector<float>(kKeys, 98.0f));
+}
 
 TEST_F(ReplicationTest, EveryAcknowledgedPushSurvivesEachReplicaInTurn) {
   std::unique_ptr<Server> a, b;
