@@ -103,17 +103,19 @@ TEST_F(ContainerTest, ImageRunsTwoServersAndTwoWorkers) {
   EXPECT_EQ(prune_code, 0) << pruned;
   ASSERT_EQ(code, 0) << out.substr(out.size() > 4000 ? out.size() - 4000 : 0);
 
-  // One image, every role, no compiler, not root.
+  // One image, every role (etcd for replicated shards), no compiler, not
+  // root.
   std::tie(code, out) = Shell(absl::StrCat(
       "podman run --rm ", kImage,
       " bash -c 'id -u; for b in shardps-server shardps-worker shardps-launch "
-      "shardps-data; do command -v $b; done; command -v g++ || echo no-g++; "
+      "shardps-data etcd; do command -v $b; done; command -v g++ || echo "
+      "no-g++; "
       "ls /data/fashion-mnist'"));
   EXPECT_EQ(code, 0) << out;
   EXPECT_EQ(out,
             "10001\n/usr/local/bin/shardps-server\n/usr/local/bin/"
             "shardps-worker\n/usr/local/bin/shardps-launch\n/usr/local/bin/"
-            "shardps-data\nno-g++\ntest\ntrain\n");
+            "shardps-data\n/usr/bin/etcd\nno-g++\ntest\ntrain\n");
 
   ASSERT_EQ(chmod(dir_.c_str(), 0755), 0);
   ASSERT_EQ(mkdir((dir_ + "/run").c_str(), 0777), 0);

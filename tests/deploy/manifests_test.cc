@@ -62,6 +62,54 @@ TEST(ComposeTest, ConfigIsValidAndHasEveryRole) {
   EXPECT_EQ(with_metrics, 4u) << out;
 }
 
+// The replicated variant: etcd, two replicas of each of two shards, each
+// registering the service name the others reach it at, workers following
+// the primaries through etcd.
+TEST(ComposeTest, ReplicatedConfigHasEtcdAndTwoReplicasOfEachShard) {
+  if (access("/usr/bin/docker-compose", X_OK) != 0) {
+    GTEST_SKIP() << "docker-compose missing (deploy/install-deps.sh)";
+  }
+  const std::string file = kSource + "/deploy/compose-replicated.yaml";
+  auto [code, out] = Shell("docker-compose -f " + file + " config -q");
+  EXPECT_EQ(code, 0) << out;
+  std::tie(code, out) =
+      Shell("docker-compose -f " + file + " config --services");
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_EQ(out,
+            "data\netcd\nserver-0-r0\nserver-1-r0\nserver-0-r1\nserver-1-r1\n"
+            "worker-0\nworker-1\n");
+  std::tie(code, out) = Shell("docker-compose -f " + file + " config");
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("--advertise-client-urls=http://etcd:2379"),
+            std::string::npos);
+  for (int shard = 0; shard < 2; ++shard) {
+    for (int replica = 0; replica < 2; ++replica) {
+      const std::string service = absl::StrCat("server-", shard, "-r", replica);
+      const size_t at = out.find("  " + service + ":\n");
+      ASSERT_NE(at, std::string::npos) << service;
+      const std::string entry = out.substr(at, out.find("volumes:", at) - at);
+      for (const std::string& flag : {std::string("--etcd=http://etcd:2379"),
+                                      absl::StrCat("--shard=", shard),
+                                      absl::StrCat("--replica=", replica),
+                                      "--advertise_host=" + service}) {
+        EXPECT_NE(entry.find("- " + flag + "\n"), std::string::npos)
+            << service << " lacks " << flag << "\n"
+            << entry;
+      }
+      EXPECT_NE(entry.find("restart: on-failure"), std::string::npos) << entry;
+    }
+  }
+  size_t workers = 0;
+  for (size_t at = out.find("- --etcd=http://etcd:2379\n    - --num_servers=2");
+       at != std::string::npos;
+       at = out.find("- --etcd=http://etcd:2379\n    - --num_servers=2",
+                     at + 1)) {
+    ++workers;
+  }
+  EXPECT_EQ(workers, 2u) << out;
+  EXPECT_EQ(out.find("--server_addrs"), std::string::npos) << out;
+}
+
 // The Prometheus scrape configs of deploy/prometheus, checked by Debian's
 // promtool; a broken one must fail, so the check is known to be able to.
 TEST(PrometheusConfigTest, ScrapeConfigsAreValid) {
