@@ -230,6 +230,11 @@ int64_t ServerMembership::epoch() const {
   return primary_ ? epoch_ : 0;
 }
 
+bool ServerMembership::displaced() const {
+  absl::MutexLock lock(&mu_);
+  return displaced_;
+}
+
 bool ServerMembership::etcd_unreachable() const {
   absl::MutexLock lock(&mu_);
   return unreachable_;

@@ -130,6 +130,9 @@ class ServerMembership {
   // The newest epoch of the shard this replica has seen (its own or
   // another primary's); a forwarded push of an older one is stale.
   int64_t newest_epoch() const;
+  // Whether another process registered as this replica: this one then
+  // steps aside for good.
+  bool displaced() const;
   // Whether the last call to etcd failed (the layout is frozen meanwhile).
   bool etcd_unreachable() const;
 

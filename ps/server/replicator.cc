@@ -3,14 +3,12 @@
 #include <grpcpp/create_channel.h>
 
 #include <algorithm>
-#include <cstring>
 #include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "ps/base/tcp_probe.h"
-#include "ps/server/catch_up_stream.h"
 #include "ps/wire/grpc_status.h"
 #include "ps/wire/security.h"
 
@@ -20,8 +18,6 @@ namespace {
 // How long the primary keeps retrying a replica that is still registered.
 constexpr absl::Duration kForwardGiveUp = absl::Seconds(60);
 constexpr absl::Duration kForwardCallTimeout = absl::Seconds(5);
-// How long a joining replica waits for a primary to copy from.
-constexpr absl::Duration kCatchUpWait = absl::Seconds(30);
 // Forwards waiting on replicas at once; more wait in the queue.
 constexpr int kForwardThreads = 16;
 
@@ -76,6 +72,7 @@ Replicator::~Replicator() {
 void Replicator::ProbePrimary() {
   std::string watched;
   int refusals = 0;
+  std::string last_error;  // of CatchUpAgain, logged when it changes
   while (true) {
     {
       absl::MutexLock lock(&queue_mu_);
@@ -87,7 +84,16 @@ void Replicator::ProbePrimary() {
         return;
       }
     }
-    if (membership()->is_primary()) continue;
+    ServerMembership* m = membership();
+    if (m->is_primary() || m->displaced()) continue;
+    if (!m->ready()) {
+      const absl::Status s = CatchUpAgain();
+      if (!s.ok() && s.message() != last_error) {
+        Logf(log_, "not caught up yet: %s", s.message());
+      }
+      last_error = s.ok() ? "" : std::string(s.message());
+      continue;
+    }
     absl::StatusOr<JobLayout> layout =
         ReadLayout(*etcd_, job_, options_.shard + 1);
     if (!layout.ok()) continue;  // etcd away: nobody fails over
@@ -232,37 +238,6 @@ absl::Status Replicator::Start(std::string address) {
   }
   if (absl::Status s = membership->SetReady(true); !s.ok()) return s;
   prober_ = std::thread([this] { ProbePrimary(); });
-  return absl::OkStatus();
-}
-
-absl::Status Replicator::CatchUpFrom(const std::string& primary) {
-  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
-      MakeChannelCredentials(tls_);
-  if (!credentials.ok()) return credentials.status();
-  shardps::CatchUpRequest request;
-  request.set_job(job_);
-  request.set_shard(options_.shard);
-  request.set_address(Address());
-  Logf(log_, "catching up from the primary at %s", primary);
-  const absl::Time start = absl::Now();
-  absl::StatusOr<std::vector<TableSnapshot>> fetched = FetchShardState(
-      primary, request, *credentials, auth_token_, kCatchUpWait);
-  if (!fetched.ok()) return fetched.status();
-  std::vector<TableSnapshot>& tables = *fetched;
-  for (TableSnapshot& table : tables) {
-    const std::string name = table.meta.spec().table();
-    const uint64_t version = table.meta.version();
-    // Not retryable: the state does not fit this server (its limits).
-    if (absl::Status s = registry_->Restore(std::move(table)); !s.ok()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("the primary's table '", name,
-                       "' cannot be restored here: ", s.message()));
-    }
-    absl::MutexLock lock(&mu_);
-    copied_versions_[name] = version;
-  }
-  Logf(log_, "caught up from %s: %d tables in %s", primary, tables.size(),
-       absl::FormatDuration(absl::Now() - start));
   return absl::OkStatus();
 }
 
@@ -447,35 +422,6 @@ absl::Status Replicator::ForwardTo(const std::string& address,
     absl::SleepFor(backoff);  // the replica is restarting or catching up
     backoff = std::min(backoff * 2, absl::Milliseconds(100));
   }
-}
-
-grpc::ServerWriteReactor<shardps::CatchUpChunk>* Replicator::CatchUp(
-    grpc::CallbackServerContext* context,
-    const shardps::CatchUpRequest* request) {
-  if (absl::Status s =
-          CheckAuthorization(context->client_metadata(), auth_token_);
-      !s.ok()) {
-    return new CatchUpWriter(s);
-  }
-  if (request->job() != job_ || request->shard() != options_.shard) {
-    return new CatchUpWriter(absl::FailedPreconditionError(absl::StrCat(
-        "this is shard ", options_.shard, " of job '", job_, "'")));
-  }
-  if (absl::Status s = CheckPrimary(); !s.ok()) return new CatchUpWriter(s);
-  {
-    // From now on every push is forwarded to it: one applied before a
-    // table's snapshot below is in it, one applied after is forwarded.
-    absl::MutexLock lock(&mu_);
-    if (std::find(targets_.begin(), targets_.end(), request->address()) ==
-        targets_.end()) {
-      targets_.push_back(request->address());
-    }
-  }
-  Logf(log_, "replica at %s catches up; forwarding to it from now on",
-       request->address());
-  std::vector<TableSnapshot> tables;
-  registry_->Snapshot(&tables);
-  return new CatchUpWriter(std::move(tables));
 }
 
 }  // namespace ps

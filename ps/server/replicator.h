@@ -123,6 +123,9 @@ class Replicator final : public shardps::Replication::CallbackService {
       const shardps::CatchUpRequest* request) override;
 
  private:
+  // How long a joining replica waits for a primary to copy from.
+  static constexpr absl::Duration kCatchUpWait = absl::Seconds(30);
+
   Replicator(ReplicationOptions options, std::string job,
              std::string auth_token, TlsFiles tls, TableRegistry* registry,
              LogSink* log, std::unique_ptr<EtcdClient> etcd);
@@ -147,7 +150,8 @@ class Replicator final : public shardps::Replication::CallbackService {
   // process died) deposes it in etcd, so that a ready replica takes over
   // now rather than when its lease runs out. A primary that does not
   // answer at all may be partitioned, not dead: it keeps its place until
-  // its lease ends.
+  // its lease ends. While this replica is not ready (it lost its place in
+  // etcd while it lived), it catches up again instead (CatchUpAgain).
   void ProbePrimary();
   // Forwards to one replica until it applied the call, refused it as stale
   // (UNAVAILABLE: this server is no longer the primary) or left etcd.
@@ -158,8 +162,14 @@ class Replicator final : public shardps::Replication::CallbackService {
   Peer& PeerFor(const std::string& address);
   // Whether `address` is still a registered replica of the shard.
   bool Registered(const std::string& address) const;
-  // Copies the primary's state into the registry.
+  // Copies the primary's state into the registry (replacing what is here).
   absl::Status CatchUpFrom(const std::string& primary);
+  // For a replica that lost its place in etcd while it lived (its lease
+  // ended; ServerMembership registered it again, not ready): refuses
+  // clients and forwards as catching up, copies the shard from the current
+  // primary and says it is ready again. One attempt (the error that
+  // stopped it); the prober calls it every 100 ms until it succeeds.
+  absl::Status CatchUpAgain();
 
   const ReplicationOptions options_;
   const std::string job_;

@@ -89,4 +89,36 @@ void ShardStore::SaveArrays(std::vector<std::vector<float>>* arrays) const {
   }
 }
 
+absl::Status ShardStore::CheckArrays(
+    const std::vector<std::vector<float>>& arrays) const {
+  const size_t expected = 1 + updater_->state().size();
+  if (arrays.size() != expected) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        arrays.size(), " arrays; values and optimizer state are ", expected));
+  }
+  for (const std::vector<float>& array : arrays) {
+    if (array.size() != range_.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("an array of ", array.size(), " values for the ",
+                       range_.size(), " keys of this shard"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void ShardStore::LoadArrays(const std::vector<std::vector<float>>& arrays,
+                            uint64_t version) {
+  const std::vector<absl::Span<float>> state = updater_->state();
+  ForEachStripe(range_, [&](uint64_t stripe, uint64_t begin, uint64_t end) {
+    absl::MutexLock lock(&stripes_[stripe]);
+    std::copy(arrays[0].begin() + begin, arrays[0].begin() + end,
+              values_.begin() + begin);
+    for (size_t i = 0; i < state.size(); ++i) {
+      std::copy(arrays[1 + i].begin() + begin, arrays[1 + i].begin() + end,
+                state[i].begin() + begin);
+    }
+  });
+  version_.store(version, std::memory_order_release);
+}
+
 }  // namespace ps

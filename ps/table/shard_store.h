@@ -67,6 +67,14 @@ class ShardStore {
   // Copies the values into arrays[0] and the updater's per-key state arrays
   // into arrays[1...], resizing `arrays` (its buffers are reused).
   void SaveArrays(std::vector<std::vector<float>>* arrays) const;
+  // INVALID_ARGUMENT unless `arrays` is what SaveArrays would give: values
+  // and the updater's state arrays, each of range().size().
+  absl::Status CheckArrays(const std::vector<std::vector<float>>& arrays) const;
+  // Replaces values and state with `arrays` (CheckArrays accepted them) and
+  // the version with `version`, stripe by stripe under the stripes' locks;
+  // the caller keeps pushes out meanwhile (the table's snapshot lock).
+  void LoadArrays(const std::vector<std::vector<float>>& arrays,
+                  uint64_t version);
 
   // INVALID_ARGUMENT unless `keys` is a non-empty range inside range().
   absl::Status CheckKeys(KeyRange keys) const;

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "ps/table/initializer.h"
 #include "ps/table/updater.h"
+#include "ps/wire/table_spec.h"
 
 namespace ps {
 namespace {
@@ -189,6 +190,33 @@ absl::StatusOr<PushOutcome> Table::AdmitAndApply(const PushArgs& push,
   }
   ledger_.Commit(id, *version);
   return PushOutcome{*version, /*duplicate=*/false};
+}
+
+absl::Status Table::Overwrite(const TableSnapshot& snapshot) {
+  const std::string differs = SpecDifference(spec_, snapshot.meta.spec());
+  if (!differs.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("table '", spec_.table(),
+                     "' has another spec here; differing: ", differs));
+  }
+  if (spec_.consistency().mode() != shardps::CONSISTENCY_ASYNC) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "table '", spec_.table(), "' is not async: its state is not replaced"));
+  }
+  if (absl::Status s = store_->CheckArrays(snapshot.arrays); !s.ok()) {
+    return InTable(spec_.table(), s);
+  }
+  absl::MutexLock hold_pushes(&snapshot_mu_);
+  if (absl::Status s = ledger_.Load(snapshot.meta.ledger()); !s.ok()) {
+    return InTable(spec_.table(), s);
+  }
+  store_->LoadArrays(snapshot.arrays, snapshot.meta.version());
+  absl::MutexLock lock(&clocks_mu_);
+  clocks_.clear();
+  for (const shardps::WorkerClock& wc : snapshot.meta.worker_clocks()) {
+    clocks_[wc.worker()] = wc.clock();
+  }
+  return absl::OkStatus();
 }
 
 void Table::Snapshot(TableSnapshot* out) {

@@ -132,6 +132,14 @@ class Table {
     return store_->Pull(keys, out);
   }
 
+  // Replaces the state (values, optimizer state, version, ledger and
+  // clocks) with `snapshot`'s, between pushes: a replica catching up again
+  // from its primary. FAILED_PRECONDITION when the snapshot's spec is not
+  // this table's or the table is not async (a barrier is not replaced);
+  // INVALID_ARGUMENT when its arrays or ledger do not fit. Nothing changes
+  // on an error.
+  absl::Status Overwrite(const TableSnapshot& snapshot);
+
   // Captures the table at one point between pushes, reusing out's buffers;
   // pushes wait only while the arrays are copied.
   void Snapshot(TableSnapshot* out);

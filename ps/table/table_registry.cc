@@ -152,6 +152,17 @@ absl::Status TableRegistry::Restore(TableSnapshot snapshot) {
   return absl::OkStatus();
 }
 
+absl::Status TableRegistry::Install(TableSnapshot snapshot) {
+  Table* existing = nullptr;
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    auto it = tables_.find(snapshot.meta.spec().table());
+    if (it != tables_.end()) existing = it->second.get();
+  }
+  if (existing != nullptr) return existing->Overwrite(snapshot);
+  return Restore(std::move(snapshot));
+}
+
 std::vector<Table*> TableRegistry::Tables() {
   absl::ReaderMutexLock lock(&mu_);
   std::vector<Table*> tables;

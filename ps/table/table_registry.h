@@ -57,6 +57,10 @@ class TableRegistry {
   // spec is checked as by CreateTable, and arrays must match it
   // (INVALID_ARGUMENT otherwise). ALREADY_EXISTS if the name is taken.
   absl::Status Restore(TableSnapshot snapshot);
+  // A table as its shard's primary holds it (a replica catching up):
+  // restored if new here, else the table of that name takes its state
+  // (Table::Overwrite, whose errors it returns).
+  absl::Status Install(TableSnapshot snapshot);
 
   // Captures every table, each at one point between pushes (blocking its
   // pushes only while its arrays are copied). Reuses the buffers in *out.

@@ -65,20 +65,18 @@ absl::StatusOr<shardps::RunSummary> RunLaunch(LaunchRequest request,
   absl::StatusOr<std::unique_ptr<Placement>> placement =
       MakePlacement(o.cluster);
   if (!placement.ok()) return placement.status();
+  if (o.replicas > 1 && !(*placement)->has_control_address()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--replicas > 1 runs with --cluster=local or emulated (the launcher "
+        "starts the etcd every replica reaches), not --cluster=",
+        o.cluster));
+  }
   absl::StatusOr<Placed> placed = (*placement)->Place(request.placement);
   if (!placed.ok()) return placed.status();
   o.server_hosts = std::move(placed->servers);
   o.worker_hosts = std::move(placed->workers);
   o.data = std::move(placed->data);
   o.links = std::move(placed->links);
-  if (o.replicas > 1 && placed->control_address.empty()) {
-    shardps::RunSummary unrecorded;
-    (*placement)->Finish(&unrecorded).IgnoreError();
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--replicas > 1 runs with --cluster=local or emulated (the launcher "
-        "starts the etcd every replica reaches), not --cluster=",
-        o.cluster));
-  }
   o.control_address = std::move(placed->control_address);
   absl::StatusOr<shardps::RunSummary> summary;
   {

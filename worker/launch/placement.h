@@ -49,7 +49,7 @@ struct Placed {
   std::string data;                          // what workers get as --data
   std::map<std::string, std::string> links;  // recorded in the summary
   // Where the launcher itself serves what every host must reach (the etcd
-  // of --replicas); empty: the backend has no such place.
+  // of --replicas); empty when !has_control_address().
   std::string control_address;
 };
 
@@ -60,6 +60,10 @@ class Placement {
   // Brings the hosts up (if the kind has any to bring up) and places every
   // process. Errors say what is missing (root, a hostfile, --data).
   virtual absl::StatusOr<Placed> Place(const PlacementOptions& options) = 0;
+
+  // Whether Place gives a control_address (where the launcher can start
+  // the etcd of --replicas for every host to reach).
+  virtual bool has_control_address() const { return true; }
 
   // After the run: adds what the backend measured to `summary` (true if it
   // added anything) and releases the hosts.

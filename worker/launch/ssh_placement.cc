@@ -21,6 +21,9 @@ class SshPlacement final : public Placement {
     placed.data = options.data;
     return placed;
   }
+
+  // The launcher's own address on the hosts' network is not known here.
+  bool has_control_address() const override { return false; }
 };
 
 }  // namespace

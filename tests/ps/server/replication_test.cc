@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "proto/shardps.grpc.pb.h"
+#include "ps/coord/membership.h"
 #include "ps/server/server.h"
 #include "util/etcd.h"
 #include "util/files.h"
@@ -205,6 +206,67 @@ TEST_F(ReplicationTest, EveryAcknowledgedPushSurvivesEachReplicaInTurn) {
   EXPECT_EQ(Stats(*a).tables(0).version(), 10u);
   ASSERT_TRUE(Push(*a, PushOf(8, 1, 2.0f), &reply).ok());
   EXPECT_TRUE(reply.duplicate());
+}
+
+// How many lines of `log` contain `text`.
+int Lines(testutil::RecordingLog& log, absl::string_view text) {
+  int n = 0;
+  for (const std::string& line : log.lines())
+    n += absl::StrContains(line, text);
+  return n;
+}
+
+TEST_F(ReplicationTest, ReplicasThatLoseTheirLeaseWhileAliveCopyTheShardAgain) {
+  // A pause or a partition longer than the lease: etcd forgets a replica
+  // whose process lives on. It must not stay out of the chain for good.
+  testutil::RecordingLog logs[2];
+  std::unique_ptr<Server> servers[2];
+  servers[0] = StartReplica(0, &logs[0]);
+  ASSERT_NE(servers[0], nullptr);
+  AwaitRole(*servers[0], "primary");
+  servers[1] = StartReplica(1, &logs[1]);
+  ASSERT_NE(servers[1], nullptr);
+  AwaitRole(*servers[1], "backup");
+  ASSERT_TRUE(CreateTable(*servers[0]).ok());
+  uint64_t sequence = 0;
+  auto push_to = [&](int server) {
+    shardps::PushResponse reply;
+    ASSERT_TRUE(
+        Push(*servers[server], PushOf(9, ++sequence, 1.0f), &reply).ok());
+  };
+  auto lose_lease = [&](int replica) {
+    absl::StatusOr<shardps::etcd::RangeResponse> key =
+        client_->Get(ReplicaKey(kJob, 0, replica));
+    ASSERT_TRUE(key.ok() && !key->kvs().empty()) << key.status();
+    ASSERT_TRUE(client_->RevokeLease(key->kvs(0).lease()).ok());
+  };
+  auto await_caught_up = [&](int replica, int times) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(20);
+    while (Lines(logs[replica], "caught up from") < times &&
+           absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(20));  // polling interval
+    }
+    ASSERT_EQ(Lines(logs[replica], "caught up from"), times)
+        << absl::StrJoin(logs[replica].lines(), "\n");
+  };
+  for (int i = 0; i < 3; ++i) push_to(0);
+  // The backup: forgotten, registered again, it copies the shard again.
+  lose_lease(1);
+  ASSERT_NO_FATAL_FAILURE(await_caught_up(1, 2));
+  AwaitRole(*servers[1], "backup");
+  for (int i = 0; i < 2; ++i) push_to(0);
+  // The primary: the backup takes over; the old primary copies from it.
+  lose_lease(0);
+  AwaitRole(*servers[1], "primary");
+  ASSERT_NO_FATAL_FAILURE(await_caught_up(0, 1));
+  AwaitRole(*servers[0], "backup");
+  for (int i = 0; i < 4; ++i) push_to(1);
+  // Each holds every push: the other can die now.
+  servers[1].reset();
+  AwaitRole(*servers[0], "primary");
+  std::vector<float> values;
+  ASSERT_TRUE(Pull(*servers[0], &values).ok());
+  EXPECT_EQ(values, std::vector<float>(kKeys, 100.0f - 9));
 }
 
 TEST_F(ReplicationTest, PushesGoOnWhileEtcdIsAway) {

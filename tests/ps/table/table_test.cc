@@ -253,6 +253,52 @@ TEST(TableTest, ASnapshotThatDoesNotFitTheSpecIsRefusedByName) {
   EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
 }
 
+TEST(TableTest, OverwriteTakesTheSourcesStateAndRefusesWhatDoesNotFit) {
+  // A replica catching up again: its table, with pushes of its own that
+  // the primary never had, takes the primary's state whole.
+  std::unique_ptr<Table> primary = Make(TableSpec("w", 2000));
+  std::unique_ptr<Table> replica = Make(TableSpec("w", 2000));
+  ASSERT_TRUE(PushValue(primary.get(), 0, 11, 1, 1.0f, {}, 4).ok());
+  ASSERT_TRUE(PushValue(primary.get(), 1, 22, 1, -2.0f, {}, 2).ok());
+  ASSERT_TRUE(PushValue(replica.get(), 0, 11, 1, 1.0f, {}, 4).ok());
+  ASSERT_TRUE(PushValue(replica.get(), 3, 33, 1, 5.0f, {}, 9).ok());
+  ASSERT_TRUE(PushValue(replica.get(), 3, 33, 2, 5.0f, {}, 10).ok());
+  TableSnapshot snapshot;
+  primary->Snapshot(&snapshot);
+  const std::vector<float> before = Values(replica.get());
+  // Refused, changing nothing: another spec, arrays that do not fit, a
+  // sync table.
+  TableSnapshot other = snapshot;
+  other.meta.mutable_spec()->mutable_optimizer()->set_learning_rate(9.0f);
+  absl::Status s = replica->Overwrite(other);
+  EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+  EXPECT_NE(s.message().find("optimizer.learning_rate"), std::string::npos)
+      << s;
+  TableSnapshot short_array = snapshot;
+  short_array.arrays[0].pop_back();
+  s = replica->Overwrite(short_array);
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_EQ(Values(replica.get()), before);
+  EXPECT_EQ(replica->version(), 3u);
+  std::unique_ptr<Table> sync = Make(SyncSpec(2000));
+  TableSnapshot sync_snapshot;
+  sync->Snapshot(&sync_snapshot);
+  EXPECT_TRUE(absl::IsFailedPrecondition(sync->Overwrite(sync_snapshot)));
+  // Taken: values, version, clocks and ledger are the primary's.
+  ASSERT_TRUE(replica->Overwrite(snapshot).ok());
+  EXPECT_EQ(Values(replica.get()), Values(primary.get()));
+  EXPECT_EQ(replica->version(), 2u);
+  EXPECT_EQ(Clocks(*replica), (std::map<uint32_t, uint64_t>{{0, 4}, {1, 2}}));
+  absl::StatusOr<PushOutcome> replay =
+      PushValue(replica.get(), 1, 22, 1, -2.0f);
+  ASSERT_TRUE(replay.ok());
+  EXPECT_TRUE(replay->duplicate);
+  // Worker 3's pushes were the replica's alone: its next one is applied.
+  absl::StatusOr<PushOutcome> again = PushValue(replica.get(), 3, 33, 2, 5.0f);
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->duplicate);
+}
+
 TEST(TableTest, ArraysPerKeyCountValuesOptimizerStateAndTheSyncSum) {
   EXPECT_EQ(Table::ArraysPerKey(TableSpec("w", 10)), 1);
   EXPECT_EQ(Table::ArraysPerKey(SyncSpec(10)), 2);
