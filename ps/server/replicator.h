@@ -28,6 +28,9 @@
 //   primary, no ready replica) claims it (ServerMembership::
 //   ClaimFreshShard): of replicas starting at once, one becomes the
 //   primary and the others copy from it like any joining replica.
+// - With checkpoints (--checkpoint_dir), a replica restores its own before
+//   Start: copying from a primary replaces it; a replica that claims a
+//   shard held by nobody (every replica had died) serves it.
 // - Async tables only for now: creating a sync or ssp table on a replicated
 //   server is FAILED_PRECONDITION.
 //

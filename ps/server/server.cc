@@ -46,11 +46,6 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
     });
   }
   const bool replicated = !options.replication.etcd.empty();
-  if (replicated && !options.checkpoint.dir.empty()) {
-    return absl::InvalidArgumentError(
-        "a replicated server (--etcd) keeps its state in its replicas; "
-        "--checkpoint_dir cannot be combined with it yet");
-  }
   if (replicated) {
     absl::StatusOr<std::unique_ptr<Replicator>> replicator = Replicator::Create(
         options.replication, options.job, options.auth_token, options.tls,
@@ -77,7 +72,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   }
   if (replicated) {
     // Serving already (calls are answered "catching up" meanwhile): the
-    // primary forwards to this replica while it copies the state.
+    // primary forwards to this replica while it copies the state, which
+    // replaces what a checkpoint restored. With no replica holding the
+    // shard, the restored checkpoint becomes the shard's state.
     if (absl::Status s = server->replicator_->Start(server->address());
         !s.ok()) {
       return s;

@@ -43,10 +43,11 @@ shardps::PushRequest PushOf(uint64_t session, uint64_t sequence, float g) {
 
 class ReplicationTest : public testutil::EtcdTest {
  protected:
-  std::unique_ptr<Server> StartReplica(uint32_t replica,
-                                       LogSink* log = nullptr) {
+  std::unique_ptr<Server> StartReplica(uint32_t replica, LogSink* log = nullptr,
+                                       const std::string& checkpoint_dir = "") {
     ServerOptions o;
     o.log = log;
+    o.checkpoint.dir = checkpoint_dir;
     o.host = "127.0.0.1";
     o.job = kJob;
     o.replication.etcd = etcd_->endpoint();
@@ -267,6 +268,51 @@ TEST_F(ReplicationTest, ReplicasThatLoseTheirLeaseWhileAliveCopyTheShardAgain) {
   std::vector<float> values;
   ASSERT_TRUE(Pull(*servers[0], &values).ok());
   EXPECT_EQ(values, std::vector<float>(kKeys, 100.0f - 9));
+}
+
+TEST_F(ReplicationTest, WhenEveryReplicaDiedTheFirstBackServesItsCheckpoint) {
+  // Replicas with checkpoints: when all of a shard's replicas are gone,
+  // the first to come back serves what its checkpoint holds, and the next
+  // copies from it, replacing its own (older) checkpoint's state.
+  const std::string dirs[2] = {dir_.path() + "/ckpt-0",
+                               dir_.path() + "/ckpt-1"};
+  std::unique_ptr<Server> servers[2];
+  servers[0] = StartReplica(0, nullptr, dirs[0]);
+  ASSERT_NE(servers[0], nullptr);
+  AwaitRole(*servers[0], "primary");
+  servers[1] = StartReplica(1, nullptr, dirs[1]);
+  ASSERT_NE(servers[1], nullptr);
+  AwaitRole(*servers[1], "backup");
+  ASSERT_TRUE(CreateTable(*servers[0]).ok());
+  shardps::PushResponse reply;
+  for (uint64_t seq = 1; seq <= 3; ++seq) {
+    ASSERT_TRUE(Push(*servers[0], PushOf(5, seq, 1.0f), &reply).ok());
+  }
+  // Replica 0 stops (its last checkpoint: 97); replica 1 takes over,
+  // takes one more push, and stops too (its checkpoint: 96).
+  servers[0].reset();
+  AwaitRole(*servers[1], "primary");
+  ASSERT_TRUE(Push(*servers[1], PushOf(5, 4, 1.0f), &reply).ok());
+  servers[1].reset();
+  // Replica 0 is back first: it serves its checkpoint.
+  servers[0] = StartReplica(0, nullptr, dirs[0]);
+  ASSERT_NE(servers[0], nullptr);
+  AwaitRole(*servers[0], "primary");
+  std::vector<float> values;
+  ASSERT_TRUE(Pull(*servers[0], &values).ok());
+  EXPECT_EQ(values, std::vector<float>(kKeys, 97.0f));
+  // The push its checkpoint holds is a duplicate; a new one is applied.
+  ASSERT_TRUE(Push(*servers[0], PushOf(5, 3, 1.0f), &reply).ok());
+  EXPECT_TRUE(reply.duplicate());
+  ASSERT_TRUE(Push(*servers[0], PushOf(5, 5, 2.0f), &reply).ok());
+  // Replica 1 copies from it: its own checkpoint's 96 is replaced.
+  servers[1] = StartReplica(1, nullptr, dirs[1]);
+  ASSERT_NE(servers[1], nullptr);
+  AwaitRole(*servers[1], "backup");
+  servers[0].reset();
+  AwaitRole(*servers[1], "primary");
+  ASSERT_TRUE(Pull(*servers[1], &values).ok());
+  EXPECT_EQ(values, std::vector<float>(kKeys, 95.0f));
 }
 
 TEST_F(ReplicationTest, PushesGoOnWhileEtcdIsAway) {
