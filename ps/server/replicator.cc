@@ -140,15 +140,15 @@ void Replicator::RunForwards() {
 }
 
 void Replicator::Forward(std::string method, const grpc::ByteBuffer* request,
-                         uint64_t version, ForwardDone done) {
+                         uint64_t position, ForwardDone done) {
   absl::MutexLock lock(&queue_mu_);
   if (stopping_) {
     std::move(done)(absl::UnavailableError("server is shutting down"));
     return;
   }
-  queue_.push_back([this, method = std::move(method), request, version,
+  queue_.push_back([this, method = std::move(method), request, position,
                     done = std::move(done)]() mutable {
-    std::move(done)(ForwardNow(method, *request, version));
+    std::move(done)(ForwardNow(method, *request, position));
   });
 }
 
@@ -204,7 +204,8 @@ absl::Status Replicator::Start(std::string address) {
     const bool other_primary =
         shard.epoch != 0 && shard.primary_address != self;
     if (other_primary) {
-      if (absl::Status s = CatchUpFrom(shard.primary_address); s.ok())
+      if (absl::Status s = CatchUpFrom(shard.primary_address, shard.epoch);
+          s.ok())
         break;
       else if (absl::Now() > deadline)
         return s;
@@ -259,11 +260,14 @@ absl::Status Replicator::CheckPrimary() const {
 }
 
 absl::Status Replicator::CheckForwarded(absl::string_view epoch_text,
-                                        absl::string_view version_text,
-                                        uint64_t* version) const {
+                                        absl::string_view position_text,
+                                        absl::string_view table,
+                                        bool* in_copy) const {
+  *in_copy = false;
   int64_t epoch = 0;
+  uint64_t position = 0;
   if (!absl::SimpleAtoi(epoch_text, &epoch) ||
-      !absl::SimpleAtoi(version_text, version)) {
+      !absl::SimpleAtoi(position_text, &position)) {
     return absl::InvalidArgumentError("malformed replication metadata");
   }
   {
@@ -271,6 +275,12 @@ absl::Status Replicator::CheckForwarded(absl::string_view epoch_text,
     if (catching_up_) {
       return absl::UnavailableError(
           absl::StrCat("replica ", options_.replica, " is catching up"));
+    }
+    // Positions are the copied primary's own: another primary's say
+    // nothing of the copy.
+    if (position != 0 && epoch == copied_epoch_) {
+      auto it = copied_positions_.find(table);
+      *in_copy = it != copied_positions_.end() && position <= it->second;
     }
   }
   ServerMembership* m = membership();
@@ -286,12 +296,6 @@ absl::Status Replicator::CheckForwarded(absl::string_view epoch_text,
         " is stale: epoch ", m->newest_epoch(), " has begun"));
   }
   return absl::OkStatus();
-}
-
-uint64_t Replicator::CopiedVersion(absl::string_view table) const {
-  absl::MutexLock lock(&mu_);
-  auto it = copied_versions_.find(table);
-  return it == copied_versions_.end() ? 0 : it->second;
 }
 
 std::vector<std::string> Replicator::Targets(int64_t epoch) {
@@ -351,7 +355,7 @@ bool Replicator::Registered(const std::string& address) const {
 
 absl::Status Replicator::ForwardNow(absl::string_view method,
                                     const grpc::ByteBuffer& request,
-                                    uint64_t version) {
+                                    uint64_t position) {
   const int64_t epoch = membership()->epoch();
   if (epoch == 0) {
     return absl::UnavailableError(
@@ -359,7 +363,7 @@ absl::Status Replicator::ForwardNow(absl::string_view method,
                      " is no longer the primary of shard ", options_.shard));
   }
   for (const std::string& target : Targets(epoch)) {
-    if (absl::Status s = ForwardTo(target, method, request, epoch, version);
+    if (absl::Status s = ForwardTo(target, method, request, epoch, position);
         !s.ok()) {
       return s;
     }
@@ -370,7 +374,7 @@ absl::Status Replicator::ForwardNow(absl::string_view method,
 absl::Status Replicator::ForwardTo(const std::string& address,
                                    absl::string_view method,
                                    const grpc::ByteBuffer& request,
-                                   int64_t epoch, uint64_t version) {
+                                   int64_t epoch, uint64_t position) {
   Peer& peer = PeerFor(address);
   const std::string path = absl::StrCat("/shardps.ParameterServer/", method);
   const absl::Time give_up = absl::Now() + kForwardGiveUp;
@@ -379,7 +383,7 @@ absl::Status Replicator::ForwardTo(const std::string& address,
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(absl::Now() + kForwardCallTimeout));
     context.AddMetadata(kEpochMetadataKey, absl::StrCat(epoch));
-    context.AddMetadata(kVersionMetadataKey, absl::StrCat(version));
+    context.AddMetadata(kPositionMetadataKey, absl::StrCat(position));
     if (!auth_token_.empty()) {
       context.AddMetadata(kAuthMetadataKey, BearerValue(auth_token_));
     }

@@ -9,12 +9,12 @@
 //   naming the primary, which a client retries (on the new primary once it
 //   reads the layout).
 // - The primary applies a push, then forwards the same request (same
-//   session and sequence) with its epoch and the table's version after the
-//   push to every replica it forwards to, and acknowledges the client only
-//   when all of them applied it. A forwarding call that fails is retried
-//   until it succeeds or the replica's lease is gone from etcd (it died);
-//   so an acknowledged push is on every live replica, and a client's retry
-//   after a failover is a duplicate there, never applied twice.
+//   session and sequence) with its epoch and the push's position (Table::
+//   admitted_pushes just after it) to every replica it forwards to, and
+//   acknowledges the client only when all of them applied it. A forwarding call
+//   that fails is retried until it succeeds or the replica's lease is gone from
+//   etcd (it died); so an acknowledged push is on every live replica, and a
+//   client's retry after a failover is a duplicate there, never applied twice.
 // - A backup refuses a forwarded call whose epoch is older than one it has
 //   seen (FAILED_PRECONDITION): a primary that lost its place cannot have
 //   pushes acknowledged.
@@ -23,16 +23,22 @@
 //   primary forwards to it from then on), installs it, and only then says
 //   it is ready. Forwarded pushes that arrive meanwhile are answered
 //   UNAVAILABLE ("catching up") and retried by the primary; those already
-//   in the copied state (version at or below it) are acknowledged without
-//   being applied again. One that finds the shard held by nobody (no
+//   in the copied state (from the primary copied, of a position at or below
+//   the copy's admitted pushes) are acknowledged without being applied
+//   again. One that finds the shard held by nobody (no
 //   primary, no ready replica) claims it (ServerMembership::
 //   ClaimFreshShard): of replicas starting at once, one becomes the
 //   primary and the others copy from it like any joining replica.
 // - With checkpoints (--checkpoint_dir), a replica restores its own before
 //   Start: copying from a primary replaces it; a replica that claims a
 //   shard held by nobody (every replica had died) serves it.
-// - Async tables only for now: creating a sync or ssp table on a replicated
-//   server is FAILED_PRECONDITION.
+// - Every consistency mode: a backup takes a sync table's pushes into its
+//   own barrier as the primary does (each worker's pushes reach it in the
+//   order the worker made them: a worker waits for one clock's acks before
+//   the next). Pulls wait on the primary only; a primary that loses its
+//   place ends its waiting pulls UNAVAILABLE, so that clients retry on the
+//   new one. The straggler policy drop is refused (FAILED_PRECONDITION): a
+//   primary's decision to drop a worker is not forwarded yet.
 //
 // Thread-safety: all methods are safe to call concurrently.
 #ifndef SHARDPS_PS_SERVER_REPLICATOR_H_
@@ -65,7 +71,7 @@ namespace ps {
 
 // Metadata of a forwarded call.
 inline constexpr char kEpochMetadataKey[] = "x-shardps-epoch";
-inline constexpr char kVersionMetadataKey[] = "x-shardps-version";
+inline constexpr char kPositionMetadataKey[] = "x-shardps-position";
 
 struct ReplicationOptions {
   std::string etcd;  // http://host:port; empty: the server is not replicated
@@ -96,24 +102,23 @@ class Replicator final : public shardps::Replication::CallbackService {
   // (or saying there is none yet) on any other replica.
   absl::Status CheckPrimary() const;
   // For a forwarded call with these metadata values: OK when it may be
-  // applied (the version it carries goes to *version); FAILED_PRECONDITION
-  // when its epoch is stale, UNAVAILABLE while catching up.
+  // applied; FAILED_PRECONDITION when its epoch is stale, UNAVAILABLE while
+  // catching up. *in_copy: the push is in the state this replica copied
+  // (same primary, position at or below the copy's): acknowledge it, do not
+  // apply it again.
   absl::Status CheckForwarded(absl::string_view epoch,
-                              absl::string_view version_text,
-                              uint64_t* version) const;
-  // The version of `table` copied from the primary (0: not copied): a
-  // forwarded push of a version at or below it is in the copy already.
-  uint64_t CopiedVersion(absl::string_view table) const;
+                              absl::string_view position_text,
+                              absl::string_view table, bool* in_copy) const;
   // After the primary applied a call (`method`: "Push" or "CreateTable"),
   // forwards `request` to the replicas and calls `done` with OK once all
-  // applied it, or with the error that stopped it. `version`: the table's
-  // version the push produced (0: not newly applied). The forwarding waits
+  // applied it, or with the error that stopped it. `position`: the push's
+  // (PushOutcome::position; 0: not newly taken). The forwarding waits
   // (retries) on one of the replicator's own threads, never on gRPC's: a
   // handler thread blocked on a peer could starve the server of the
   // threads that would answer it. `request` must live until `done`.
   using ForwardDone = absl::AnyInvocable<void(absl::Status) &&>;
   void Forward(std::string method, const grpc::ByteBuffer* request,
-               uint64_t version, ForwardDone done);
+               uint64_t position, ForwardDone done);
 
   // What Stats reports of this replica: "primary", "backup" or
   // "catching-up", and its epoch while primary.
@@ -145,7 +150,7 @@ class Replicator final : public shardps::Replication::CallbackService {
   std::vector<std::string> Targets(int64_t epoch);
   // Forward's work, on a forwarding thread.
   absl::Status ForwardNow(absl::string_view method,
-                          const grpc::ByteBuffer& request, uint64_t version);
+                          const grpc::ByteBuffer& request, uint64_t position);
   // A forwarding thread: runs queued work until stopping_.
   void RunForwards();
   // While this replica is a ready backup, every 100 ms: probes the
@@ -160,13 +165,14 @@ class Replicator final : public shardps::Replication::CallbackService {
   // (UNAVAILABLE: this server is no longer the primary) or left etcd.
   absl::Status ForwardTo(const std::string& address, absl::string_view method,
                          const grpc::ByteBuffer& request, int64_t epoch,
-                         uint64_t version);
+                         uint64_t position);
   void Drop(const std::string& address);
   Peer& PeerFor(const std::string& address);
   // Whether `address` is still a registered replica of the shard.
   bool Registered(const std::string& address) const;
-  // Copies the primary's state into the registry (replacing what is here).
-  absl::Status CatchUpFrom(const std::string& primary);
+  // Copies the state of the primary of `epoch` into the registry
+  // (replacing what is here).
+  absl::Status CatchUpFrom(const std::string& primary, int64_t epoch);
   // For a replica that lost its place in etcd while it lived (its lease
   // ended; ServerMembership registered it again, not ready): refuses
   // clients and forwards as catching up, copies the shard from the current
@@ -186,8 +192,10 @@ class Replicator final : public shardps::Replication::CallbackService {
   std::string address_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<ServerMembership> membership_ ABSL_GUARDED_BY(mu_);
   bool catching_up_ ABSL_GUARDED_BY(mu_) = true;
-  // table -> the version of the state copied from the primary.
-  absl::flat_hash_map<std::string, uint64_t> copied_versions_
+  // The primary's epoch when this replica copied from it, and per table
+  // the pushes the copy holds (TableCheckpoint::admitted_pushes).
+  int64_t copied_epoch_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::flat_hash_map<std::string, uint64_t> copied_positions_
       ABSL_GUARDED_BY(mu_);
   int64_t targets_epoch_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::string> targets_ ABSL_GUARDED_BY(mu_);

@@ -24,6 +24,11 @@ absl::Status Replicator::CatchUpAgain() {
     Logf(log_,
          "this replica's place in etcd was lost and registered again; "
          "copying the shard from its primary before serving again");
+    // Pulls that waited on it as the primary: their clients retry on the
+    // new one.
+    registry_->EndWaits(absl::UnavailableError(
+        absl::StrCat("replica ", options_.replica, " of shard ", options_.shard,
+                     " is no longer its primary")));
   }
   absl::StatusOr<JobLayout> layout =
       ReadLayout(*etcd_, job_, options_.shard + 1);
@@ -35,14 +40,18 @@ absl::Status Replicator::CatchUpAgain() {
     return absl::UnavailableError(absl::StrCat(
         "shard ", options_.shard, " has no primary to copy from yet"));
   }
-  if (absl::Status s = CatchUpFrom(shard.primary_address); !s.ok()) return s;
+  if (absl::Status s = CatchUpFrom(shard.primary_address, shard.epoch);
+      !s.ok()) {
+    return s;
+  }
   if (absl::Status s = membership()->SetReady(true); !s.ok()) return s;
   absl::MutexLock lock(&mu_);
   catching_up_ = false;
   return absl::OkStatus();
 }
 
-absl::Status Replicator::CatchUpFrom(const std::string& primary) {
+absl::Status Replicator::CatchUpFrom(const std::string& primary,
+                                     int64_t epoch) {
   absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
       MakeChannelCredentials(tls_);
   if (!credentials.ok()) return credentials.status();
@@ -56,9 +65,14 @@ absl::Status Replicator::CatchUpFrom(const std::string& primary) {
       primary, request, *credentials, auth_token_, kCatchUpWait);
   if (!fetched.ok()) return fetched.status();
   std::vector<TableSnapshot>& tables = *fetched;
+  {
+    absl::MutexLock lock(&mu_);
+    copied_epoch_ = epoch;
+    copied_positions_.clear();
+  }
   for (TableSnapshot& table : tables) {
     const std::string name = table.meta.spec().table();
-    const uint64_t version = table.meta.version();
+    const uint64_t position = table.meta.admitted_pushes();
     // Not retryable: the state does not fit this server (its limits).
     if (absl::Status s = registry_->Install(std::move(table)); !s.ok()) {
       return absl::FailedPreconditionError(
@@ -66,7 +80,7 @@ absl::Status Replicator::CatchUpFrom(const std::string& primary) {
                        "' cannot be restored here: ", s.message()));
     }
     absl::MutexLock lock(&mu_);
-    copied_versions_[name] = version;
+    copied_positions_[name] = position;
   }
   Logf(log_, "caught up from %s: %d tables in %s", primary, tables.size(),
        absl::FormatDuration(absl::Now() - start));

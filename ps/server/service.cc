@@ -27,23 +27,29 @@ absl::Status ParameterService::Admit(
 }
 
 absl::Status ParameterService::CheckRole(
-    const grpc::CallbackServerContext& context, bool* forwarded,
-    uint64_t* version) const {
+    const grpc::CallbackServerContext& context, bool* forwarded) const {
   *forwarded = false;
-  *version = 0;
   if (replicator_ == nullptr) return absl::OkStatus();
   const auto& metadata = context.client_metadata();
-  auto epoch = metadata.find(kEpochMetadataKey);
-  if (epoch == metadata.end()) return replicator_->CheckPrimary();
+  if (metadata.find(kEpochMetadataKey) == metadata.end()) {
+    return replicator_->CheckPrimary();
+  }
   *forwarded = true;
-  auto carried = metadata.find(kVersionMetadataKey);
-  const absl::string_view version_text =
-      carried == metadata.end()
-          ? absl::string_view("0")
-          : absl::string_view(carried->second.data(), carried->second.size());
+  return absl::OkStatus();
+}
+
+absl::Status ParameterService::CheckForwardedCall(
+    const grpc::CallbackServerContext& context, absl::string_view table,
+    bool* in_copy) const {
+  const auto& metadata = context.client_metadata();
+  auto text = [&](const char* key) {
+    auto it = metadata.find(key);
+    return it == metadata.end()
+               ? absl::string_view("0")
+               : absl::string_view(it->second.data(), it->second.size());
+  };
   return replicator_->CheckForwarded(
-      absl::string_view(epoch->second.data(), epoch->second.size()),
-      version_text, version);
+      text(kEpochMetadataKey), text(kPositionMetadataKey), table, in_copy);
 }
 
 absl::Status ParameterService::MaybeDropReply(absl::Status status,
@@ -85,14 +91,20 @@ grpc::ServerUnaryReactor* ParameterService::CreateTable(
   shardps::CreateTableRequest create;
   shardps::CreateTableResponse reply;
   bool forwarded = false;
-  uint64_t unused_version = 0;
   absl::Status status = Admit(*context);
-  if (status.ok()) status = CheckRole(*context, &forwarded, &unused_version);
+  if (status.ok()) status = CheckRole(*context, &forwarded);
   if (status.ok()) status = ParseSmallMessage(*request, &create);
+  if (status.ok() && forwarded) {
+    bool in_copy = false;  // a table creation has no position
+    status = CheckForwardedCall(*context, create.table(), &in_copy);
+  }
   if (status.ok() && replicator_ != nullptr &&
-      create.consistency().mode() != shardps::CONSISTENCY_ASYNC) {
+      create.consistency().mode() != shardps::CONSISTENCY_ASYNC &&
+      create.consistency().straggler_policy() == shardps::STRAGGLER_DROP) {
     status = absl::FailedPreconditionError(
-        "replicated servers (--etcd) take async tables only, for now");
+        "replicated servers (--etcd) do not take the straggler policy drop "
+        "yet (a primary's decision to drop a worker is not forwarded): use "
+        "fail");
   }
   if (status.ok()) {
     bool created = false;
@@ -116,10 +128,10 @@ grpc::ServerUnaryReactor* ParameterService::CreateTable(
 grpc::ServerUnaryReactor* ParameterService::FinishForwarded(
     grpc::CallbackServerContext* context, RpcMethod method, absl::Time start,
     const grpc::ByteBuffer* request, grpc::ByteBuffer* response,
-    uint64_t version) {
+    uint64_t position) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   replicator_->Forward(
-      method == RpcMethod::kPush ? "Push" : "CreateTable", request, version,
+      method == RpcMethod::kPush ? "Push" : "CreateTable", request, position,
       [this, reactor, method, start, request, response](absl::Status status) {
         if (method == RpcMethod::kPush) {
           status = MaybeDropReply(std::move(status), "push");
@@ -222,19 +234,19 @@ grpc::ServerUnaryReactor* ParameterService::Push(
   const absl::Time start = absl::Now();
   const size_t bytes_in = request->Length();
   bool forwarded = false;
-  uint64_t forwarded_version = 0;
   absl::Status status = Admit(*context);
-  if (status.ok()) status = CheckRole(*context, &forwarded, &forwarded_version);
+  if (status.ok()) status = CheckRole(*context, &forwarded);
   if (!status.ok()) {
     return Finish(context, RpcMethod::kPush, start, bytes_in, 0, status);
   }
   PushOutcome outcome;
-  status = HandlePush(*request, response, forwarded_version, &outcome);
+  status =
+      HandlePush(*request, response, forwarded ? context : nullptr, &outcome);
   if (status.ok() && replicator_ != nullptr && !forwarded) {
     // Acknowledged once every replica has it; a duplicate is forwarded
     // too, in case its first arrival's forward had not finished.
     return FinishForwarded(context, RpcMethod::kPush, start, request, response,
-                           outcome.duplicate ? 0 : outcome.version);
+                           outcome.position);
   }
   status = MaybeDropReply(std::move(status), "push");
   return Finish(context, RpcMethod::kPush, start, bytes_in,
@@ -350,10 +362,9 @@ absl::Status ParameterService::DecodePush(
                       reinterpret_cast<float*>(decoded->data()));
 }
 
-absl::Status ParameterService::HandlePush(const grpc::ByteBuffer& request,
-                                          grpc::ByteBuffer* response,
-                                          uint64_t forwarded_version,
-                                          PushOutcome* outcome_out) {
+absl::Status ParameterService::HandlePush(
+    const grpc::ByteBuffer& request, grpc::ByteBuffer* response,
+    const grpc::CallbackServerContext* forwarded, PushOutcome* outcome_out) {
   TraceSpan span(tracer_, "handle_push", "server");
   SplitMessage split;
   shardps::PushRequest push;
@@ -368,11 +379,19 @@ absl::Status ParameterService::HandlePush(const grpc::ByteBuffer& request,
         " (a field other than the gradient is not valid protobuf, or a "
         "string field is not UTF-8)"));
   }
+  // Before the table is looked up: a replica still catching up may not
+  // have it yet, and says so (UNAVAILABLE, retried by the primary).
+  bool in_copy = false;
+  if (forwarded != nullptr) {
+    if (absl::Status s = CheckForwardedCall(*forwarded, push.table(), &in_copy);
+        !s.ok()) {
+      return s;
+    }
+  }
   absl::StatusOr<Table*> table = registry_.Find(push.job(), push.table());
   if (!table.ok()) return table.status();
   Table& t = **table;
-  if (forwarded_version != 0 && replicator_ != nullptr &&
-      forwarded_version <= replicator_->CopiedVersion(push.table())) {
+  if (in_copy) {
     // Applied before the primary copied its state to this replica.
     shardps::PushResponse reply;
     reply.set_version(t.version());

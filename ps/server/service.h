@@ -116,14 +116,14 @@ class ParameterService final : public ParameterServiceBase {
   using PullDone = absl::AnyInvocable<void(absl::Status) &&>;
   WaitingPull HandlePull(const grpc::ByteBuffer& request,
                          grpc::ByteBuffer* response, PullDone done);
-  // `forwarded_version`: a push forwarded by the primary with the version
-  // it made there (0 otherwise); one already in the state copied from the
-  // primary is acknowledged as a duplicate. *outcome, when given, gets what
-  // the push did.
-  absl::Status HandlePush(const grpc::ByteBuffer& request,
-                          grpc::ByteBuffer* response,
-                          uint64_t forwarded_version = 0,
-                          PushOutcome* outcome = nullptr);
+  // `forwarded`: the call of a push the primary forwarded (null for a
+  // client's), checked as Replicator::CheckForwarded says; one already in
+  // the state copied from the primary is acknowledged as a duplicate.
+  // *outcome, when given, gets what the push did.
+  absl::Status HandlePush(
+      const grpc::ByteBuffer& request, grpc::ByteBuffer* response,
+      const grpc::CallbackServerContext* forwarded = nullptr,
+      PushOutcome* outcome = nullptr);
 
  private:
   // UNAUTHENTICATED unless the call carries the job's token; UNAVAILABLE
@@ -140,11 +140,15 @@ class ParameterService final : public ParameterServiceBase {
                           KeyRange keys,
                           absl::Span<const absl::string_view> bulk,
                           size_t bulk_bytes, PooledBuffer* decoded);
-  // With replication, a client's call must reach the primary and a
-  // forwarded one (the primary's epoch in its metadata) must be current;
-  // *forwarded says which it is, *version what a forwarded push carries.
+  // With replication, a client's call must reach the primary; *forwarded
+  // says whether the call is one the primary forwarded (its epoch in the
+  // metadata), which CheckForwardedCall then checks once the table it names
+  // is known.
   absl::Status CheckRole(const grpc::CallbackServerContext& context,
-                         bool* forwarded, uint64_t* version) const;
+                         bool* forwarded) const;
+  // Replicator::CheckForwarded with the call's epoch and position.
+  absl::Status CheckForwardedCall(const grpc::CallbackServerContext& context,
+                                  absl::string_view table, bool* in_copy) const;
   // A pull request read and checked against its table.
   struct ParsedPull {
     Table* table;
@@ -172,7 +176,7 @@ class ParameterService final : public ParameterServiceBase {
   grpc::ServerUnaryReactor* FinishForwarded(
       grpc::CallbackServerContext* context, RpcMethod method, absl::Time start,
       const grpc::ByteBuffer* request, grpc::ByteBuffer* response,
-      uint64_t version);
+      uint64_t position);
   // Records the call and finishes it with `status`.
   grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* context,
                                    RpcMethod method, absl::Time start,

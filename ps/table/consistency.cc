@@ -436,6 +436,15 @@ void Consistency::Close(const absl::Status& status) {
   Run(&released);
 }
 
+void Consistency::EndWaits(const absl::Status& status) {
+  std::vector<Release> released;
+  {
+    absl::MutexLock lock(&mu_);
+    FailAllLocked(status, &released);
+  }
+  Run(&released);
+}
+
 void Consistency::Watch() {
   std::vector<Release> released;
   absl::MutexLock lock(&mu_);

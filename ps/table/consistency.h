@@ -99,13 +99,17 @@ class Consistency {
   // Ends every wait, and refuses every later one, with `status` (the
   // server is shutting down).
   void Close(const absl::Status& status);
+  // Ends the waits pending now with `status`; later pulls wait as before.
+  void EndWaits(const absl::Status& status);
 
   // Copies the barrier (and, for sync, the sum being gathered, else it is
   // left empty) for a checkpoint. Call with no push in flight (the table's
   // snapshot lock).
   void Save(shardps::BarrierState* out, std::vector<float>* sum) const;
-  // Takes the barrier back from a checkpoint, before any call; `sum` as
-  // Save wrote it. INVALID_ARGUMENT when it does not fit this table.
+  // Takes the barrier back from a checkpoint (before any call, or with no
+  // push in flight and no pull waiting: a replica catching up again);
+  // `sum` as Save wrote it. INVALID_ARGUMENT, changing nothing, when it
+  // does not fit this table.
   absl::Status Restore(const shardps::BarrierState& state,
                        std::vector<float> sum);
   // Whether a pull may have to wait (sync and ssp tables).

@@ -90,7 +90,7 @@ void ShardStore::SaveArrays(std::vector<std::vector<float>>* arrays) const {
 }
 
 absl::Status ShardStore::CheckArrays(
-    const std::vector<std::vector<float>>& arrays) const {
+    absl::Span<const std::vector<float>> arrays) const {
   const size_t expected = 1 + updater_->state().size();
   if (arrays.size() != expected) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -106,7 +106,7 @@ absl::Status ShardStore::CheckArrays(
   return absl::OkStatus();
 }
 
-void ShardStore::LoadArrays(const std::vector<std::vector<float>>& arrays,
+void ShardStore::LoadArrays(absl::Span<const std::vector<float>> arrays,
                             uint64_t version) {
   const std::vector<absl::Span<float>> state = updater_->state();
   ForEachStripe(range_, [&](uint64_t stripe, uint64_t begin, uint64_t end) {

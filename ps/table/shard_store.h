@@ -23,6 +23,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
 #include "ps/table/updater.h"
 #include "ps/wire/float_pieces.h"
 #include "ps/wire/range_partition.h"
@@ -69,11 +70,11 @@ class ShardStore {
   void SaveArrays(std::vector<std::vector<float>>* arrays) const;
   // INVALID_ARGUMENT unless `arrays` is what SaveArrays would give: values
   // and the updater's state arrays, each of range().size().
-  absl::Status CheckArrays(const std::vector<std::vector<float>>& arrays) const;
+  absl::Status CheckArrays(absl::Span<const std::vector<float>> arrays) const;
   // Replaces values and state with `arrays` (CheckArrays accepted them) and
   // the version with `version`, stripe by stripe under the stripes' locks;
   // the caller keeps pushes out meanwhile (the table's snapshot lock).
-  void LoadArrays(const std::vector<std::vector<float>>& arrays,
+  void LoadArrays(absl::Span<const std::vector<float>> arrays,
                   uint64_t version);
 
   // INVALID_ARGUMENT unless `keys` is a non-empty range inside range().

@@ -114,6 +114,7 @@ absl::Status Table::RestoreProgress(const shardps::TableCheckpoint& meta,
       !s.ok()) {
     return s;
   }
+  admitted_.store(meta.admitted_pushes(), std::memory_order_release);
   absl::MutexLock lock(&clocks_mu_);
   for (const shardps::WorkerClock& wc : meta.worker_clocks()) {
     clocks_[wc.worker()] = wc.clock();
@@ -189,7 +190,8 @@ absl::StatusOr<PushOutcome> Table::AdmitAndApply(const PushArgs& push,
     return version.status();
   }
   ledger_.Commit(id, *version);
-  return PushOutcome{*version, /*duplicate=*/false};
+  const uint64_t position = admitted_.fetch_add(1, std::memory_order_acq_rel);
+  return PushOutcome{*version, /*duplicate=*/false, position + 1};
 }
 
 absl::Status Table::Overwrite(const TableSnapshot& snapshot) {
@@ -199,18 +201,35 @@ absl::Status Table::Overwrite(const TableSnapshot& snapshot) {
         absl::StrCat("table '", spec_.table(),
                      "' has another spec here; differing: ", differs));
   }
-  if (spec_.consistency().mode() != shardps::CONSISTENCY_ASYNC) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "table '", spec_.table(), "' is not async: its state is not replaced"));
+  // Values and optimizer state, then (sync) the sum being gathered.
+  absl::Span<const std::vector<float>> arrays = snapshot.arrays;
+  std::vector<float> sum;
+  if (consistency_.saves_sum()) {
+    if (arrays.empty()) {
+      return InTable(spec_.table(), absl::InvalidArgumentError("no arrays"));
+    }
+    sum = arrays.back();
+    arrays.remove_suffix(1);
   }
-  if (absl::Status s = store_->CheckArrays(snapshot.arrays); !s.ok()) {
+  if (absl::Status s = store_->CheckArrays(arrays); !s.ok()) {
     return InTable(spec_.table(), s);
   }
   absl::MutexLock hold_pushes(&snapshot_mu_);
+  std::vector<shardps::LedgerWorker> ledger;
+  ledger_.Save(&ledger);
   if (absl::Status s = ledger_.Load(snapshot.meta.ledger()); !s.ok()) {
     return InTable(spec_.table(), s);
   }
-  store_->LoadArrays(snapshot.arrays, snapshot.meta.version());
+  if (absl::Status s =
+          consistency_.Restore(snapshot.meta.barrier(), std::move(sum));
+      !s.ok()) {
+    google::protobuf::RepeatedPtrField<shardps::LedgerWorker> kept(
+        ledger.begin(), ledger.end());
+    ledger_.Load(kept).IgnoreError();  // what it held a moment ago
+    return InTable(spec_.table(), s);
+  }
+  store_->LoadArrays(arrays, snapshot.meta.version());
+  admitted_.store(snapshot.meta.admitted_pushes(), std::memory_order_release);
   absl::MutexLock lock(&clocks_mu_);
   clocks_.clear();
   for (const shardps::WorkerClock& wc : snapshot.meta.worker_clocks()) {
@@ -230,6 +249,7 @@ void Table::Snapshot(TableSnapshot* out) {
     consistency_.Save(out->meta.mutable_barrier(), &sum);
     if (consistency_.saves_sum()) out->arrays.push_back(std::move(sum));
     out->meta.set_version(store_->version());
+    out->meta.set_admitted_pushes(admitted_.load(std::memory_order_acquire));
     ledger_.Save(&ledger);
     absl::MutexLock lock(&clocks_mu_);
     for (const auto& [worker, clock] : clocks_) {

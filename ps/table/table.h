@@ -20,6 +20,7 @@
 #ifndef SHARDPS_PS_TABLE_TABLE_H_
 #define SHARDPS_PS_TABLE_TABLE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -59,6 +60,9 @@ struct PushArgs {
 struct PushOutcome {
   uint64_t version = 0;    // the table's version after it (see PushResponse)
   bool duplicate = false;  // applied before: acknowledged, not applied again
+  // Of a push taken now: its place among the pushes the table took
+  // (admitted_pushes() just after it); 0 for a duplicate.
+  uint64_t position = 0;
 };
 
 // Distinct worker ids an async table takes pushes from, by default.
@@ -97,6 +101,11 @@ class Table {
   const shardps::CreateTableRequest& spec() const { return spec_; }
   KeyRange range() const { return store_->range(); }
   uint64_t version() const { return store_->version(); }
+  // Pushes taken so far (applied, or summed into a sync clock), duplicates
+  // not counted; a snapshot holds exactly the first admitted_pushes().
+  uint64_t admitted_pushes() const {
+    return admitted_.load(std::memory_order_acquire);
+  }
   // INVALID_ARGUMENT unless `keys` is a non-empty range inside range().
   absl::Status CheckKeys(KeyRange keys) const {
     return store_->CheckKeys(keys);
@@ -132,13 +141,17 @@ class Table {
     return store_->Pull(keys, out);
   }
 
-  // Replaces the state (values, optimizer state, version, ledger and
-  // clocks) with `snapshot`'s, between pushes: a replica catching up again
-  // from its primary. FAILED_PRECONDITION when the snapshot's spec is not
-  // this table's or the table is not async (a barrier is not replaced);
-  // INVALID_ARGUMENT when its arrays or ledger do not fit. Nothing changes
-  // on an error.
+  // Replaces the state (values, optimizer state, version, barrier, ledger,
+  // clocks and admitted pushes) with `snapshot`'s, between pushes: a
+  // replica catching up again from its primary. Pulls still waiting must
+  // have been ended first (EndWaits). FAILED_PRECONDITION when the
+  // snapshot's spec is not this table's; INVALID_ARGUMENT when its arrays,
+  // barrier or ledger do not fit. Nothing changes on an error.
   absl::Status Overwrite(const TableSnapshot& snapshot);
+  // Ends the pulls waiting now with `status`; later ones wait as before
+  // (a replica that stopped being the primary: its clients retry on the
+  // new one).
+  void EndWaits(const absl::Status& status) { consistency_.EndWaits(status); }
 
   // Captures the table at one point between pushes, reusing out's buffers;
   // pushes wait only while the arrays are copied.
@@ -171,6 +184,7 @@ class Table {
   const shardps::CreateTableRequest spec_;
   const std::unique_ptr<ShardStore> store_;
   const uint64_t restored_version_;  // 0 unless restored from a checkpoint
+  std::atomic<uint64_t> admitted_{0};
   const uint32_t max_workers_;
   Consistency consistency_;
   absl::Mutex snapshot_mu_;

@@ -192,6 +192,10 @@ void TableRegistry::CloseWaits(const absl::Status& status) {
   for (Table* table : Tables()) table->Close(status);
 }
 
+void TableRegistry::EndWaits(const absl::Status& status) {
+  for (Table* table : Tables()) table->EndWaits(status);
+}
+
 uint64_t TableRegistry::DuplicatePushes() {
   uint64_t n = 0;
   for (Table* table : Tables()) n += table->duplicates();

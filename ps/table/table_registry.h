@@ -73,6 +73,9 @@ class TableRegistry {
   // Ends the pulls waiting on any table's consistency, and every later
   // wait, with `status` (the server is shutting down).
   void CloseWaits(const absl::Status& status);
+  // Ends the pulls waiting now on every table with `status` (Table::
+  // EndWaits).
+  void EndWaits(const absl::Status& status);
 
   // Pushes acknowledged as duplicates, over all tables.
   uint64_t DuplicatePushes();

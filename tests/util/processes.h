@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <utility>
@@ -94,6 +95,35 @@ inline int FreePortRun(int n) {
   }
   return 0;
 }
+
+// Keeps loopback ports taken (bound, not listening: a connection is refused
+// as by a dead server) while their process is down, so that no concurrent
+// test takes them before it restarts there.
+class HeldPorts {
+ public:
+  explicit HeldPorts(std::initializer_list<int> ports) {
+    for (int port : ports) {
+      const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      const int one = 1;
+      ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      a.sin_port = htons(static_cast<uint16_t>(port));
+      EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0)
+          << "port " << port;
+      fds_.push_back(fd);
+    }
+  }
+  HeldPorts(const HeldPorts&) = delete;
+  HeldPorts& operator=(const HeldPorts&) = delete;
+  ~HeldPorts() {
+    for (int fd : fds_) ::close(fd);
+  }
+
+ private:
+  std::vector<int> fds_;
+};
 
 inline bool Connects(int port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);

@@ -14,6 +14,7 @@
 #include "util/etcd.h"
 #include "util/files.h"
 #include "util/log.h"
+#include "util/processes.h"
 
 namespace ps {
 namespace {
@@ -187,6 +188,8 @@ TEST_F(MembershipTest, TheLayoutStandsWhileEtcdIsAway) {
   ASSERT_TRUE(b->SetReady(true).ok());
   const EtcdProcessOptions ports = etcd_->options();
   etcd_->Kill();
+  auto held = std::make_unique<testutil::HeldPorts>(
+      std::initializer_list<int>{ports.client_port, ports.peer_port});
   ASSERT_TRUE(log0.AwaitLine("etcd unreachable", absl::Seconds(10)));
   ASSERT_TRUE(log1.AwaitLine("etcd unreachable", absl::Seconds(10)));
   EXPECT_NE(log0.lines().back().find("no failover"), std::string::npos);
@@ -197,6 +200,7 @@ TEST_F(MembershipTest, TheLayoutStandsWhileEtcdIsAway) {
   EXPECT_TRUE(a->etcd_unreachable());
   // etcd back on its data: it renews the leases, and nothing changed.
   etcd_.reset();
+  held.reset();
   etcd_ = testutil::StartEtcd(dir_.path(), ports.client_port, ports.peer_port);
   ASSERT_NE(etcd_, nullptr);
   ASSERT_TRUE(log0.AwaitLine("etcd reachable again", absl::Seconds(10)));

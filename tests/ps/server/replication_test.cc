@@ -20,6 +20,7 @@
 #include "util/etcd.h"
 #include "util/files.h"
 #include "util/log.h"
+#include "util/processes.h"
 
 namespace ps {
 namespace {
@@ -38,6 +39,35 @@ shardps::PushRequest PushOf(uint64_t session, uint64_t sequence, float g) {
   const std::vector<float> gradient(kKeys, g);
   push.set_gradient(std::string(reinterpret_cast<const char*>(gradient.data()),
                                 kKeys * sizeof(float)));
+  return push;
+}
+
+// A sync table of `workers` workers (straggler policy fail), SGD lr 1,
+// every value 100.
+shardps::CreateTableRequest SyncSpec(const std::string& name,
+                                     uint32_t workers) {
+  shardps::CreateTableRequest spec;
+  spec.set_job(kJob);
+  spec.set_table(name);
+  spec.set_num_params(kKeys);
+  spec.set_num_shards(1);
+  spec.mutable_optimizer()->set_name("sgd");
+  spec.mutable_optimizer()->set_learning_rate(1.0f);
+  spec.mutable_init()->set_kind("constant");
+  spec.mutable_init()->set_value(100.0f);
+  spec.mutable_consistency()->set_mode(shardps::CONSISTENCY_SYNC);
+  spec.mutable_consistency()->set_num_workers(workers);
+  spec.mutable_consistency()->set_straggler_timeout_seconds(60);
+  return spec;
+}
+
+// Worker `worker`'s whole push of `clock` to sync table "s" (session
+// 100 + worker, one push per clock).
+shardps::PushRequest SyncPush(uint32_t worker, uint64_t clock, float g) {
+  shardps::PushRequest push = PushOf(100 + worker, clock + 1, g);
+  push.set_table("s");
+  push.set_worker(worker);
+  push.set_clock(clock);
   return push;
 }
 
@@ -320,6 +350,8 @@ TEST_F(ReplicationTest, PushesGoOnWhileEtcdIsAway) {
   ASSERT_NO_FATAL_FAILURE(StartPrimaryAndBackup(&a, &b));
   const EtcdProcessOptions ports = etcd_->options();
   etcd_->Kill();
+  auto held = std::make_unique<testutil::HeldPorts>(
+      std::initializer_list<int>{ports.client_port, ports.peer_port});
   // Three lease TTLs without etcd: the primary stays primary, forwards to
   // its backup and acknowledges; the backup stays a backup.
   absl::SleepFor(absl::Seconds(3));
@@ -332,6 +364,7 @@ TEST_F(ReplicationTest, PushesGoOnWhileEtcdIsAway) {
   EXPECT_EQ(Stats(*b).tables(0).version(), 4u);
   // etcd back: nothing changed, and a failover works again.
   etcd_.reset();
+  held.reset();
   etcd_ = testutil::StartEtcd(dir_.path(), ports.client_port, ports.peer_port);
   ASSERT_NE(etcd_, nullptr);
   a.reset();
@@ -348,29 +381,91 @@ TEST_F(ReplicationTest, AStalePrimaryCannotHaveAPushAcknowledged) {
   // A forward carrying an epoch older than the backup has seen is refused.
   grpc::ClientContext context;
   context.AddMetadata("x-shardps-epoch", absl::StrCat(epoch - 1));
-  context.AddMetadata("x-shardps-version", "1");
+  context.AddMetadata("x-shardps-position", "1");
   shardps::PushResponse reply;
   const grpc::Status stale =
       Stub(*b)->Push(&context, PushOf(9, 1, 1.0f), &reply);
   EXPECT_EQ(stale.error_code(), grpc::StatusCode::FAILED_PRECONDITION)
       << stale.error_message();
   EXPECT_EQ(Stats(*b).tables(0).version(), 0u);
-  // Sync and ssp tables are not replicated yet, and say so.
-  shardps::CreateTableRequest sync;
-  sync.set_job(kJob);
-  sync.set_table("s");
-  sync.set_num_params(16);
-  sync.set_num_shards(1);
-  sync.mutable_optimizer()->set_name("sgd");
-  sync.mutable_optimizer()->set_learning_rate(1.0f);
-  sync.mutable_consistency()->set_mode(shardps::CONSISTENCY_SYNC);
-  sync.mutable_consistency()->set_num_workers(1);
-  sync.mutable_consistency()->set_straggler_timeout_seconds(10);
+  // The straggler policy drop is not replicated yet, and says so.
+  shardps::CreateTableRequest sync = SyncSpec("s", 1);
+  sync.mutable_consistency()->set_straggler_policy(shardps::STRAGGLER_DROP);
   grpc::ClientContext create_context;
   shardps::CreateTableResponse created;
   const grpc::Status s = Stub(*a)->CreateTable(&create_context, sync, &created);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION)
       << s.error_message();
+  EXPECT_NE(s.error_message().find("drop"), std::string::npos);
+}
+
+TEST_F(ReplicationTest, ASyncClockHalfGatheredSurvivesAFailover) {
+  std::unique_ptr<Server> a, b;
+  ASSERT_NO_FATAL_FAILURE(StartPrimaryAndBackup(&a, &b));
+  {
+    grpc::ClientContext context;
+    shardps::CreateTableResponse created;
+    ASSERT_TRUE(
+        Stub(*a)->CreateTable(&context, SyncSpec("s", 2), &created).ok());
+  }
+  // Worker 0's part of clock 0 is gathered (not applied: worker 1 has not
+  // pushed); the backup gathered it too.
+  shardps::PushResponse reply;
+  ASSERT_TRUE(Push(*a, SyncPush(0, 0, 2.0f), &reply).ok());
+  // Worker 0's pull of clock 1 waits on the primary...
+  grpc::Status waited;
+  absl::Time ended;
+  std::thread pull([&] {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
+    shardps::PullRequest request;
+    request.set_job(kJob);
+    request.set_table("s");
+    request.set_end(kKeys);
+    request.set_worker(0);
+    request.set_clock(1);
+    shardps::PullResponse response;
+    waited = Stub(*a)->Pull(&context, request, &response);
+    ended = absl::Now();
+  });
+  auto waiting = [&] {
+    const shardps::StatsResponse stats = Stats(*a);
+    for (const shardps::TableStats& t : stats.tables()) {
+      if (t.table() == "s") return t.waiting_pulls();
+    }
+    return uint64_t{0};
+  };
+  while (waiting() == 0) {
+    absl::SleepFor(absl::Milliseconds(10));  // polling interval
+  }
+  // ... until the primary loses its place: the pull ends at once,
+  // retryable, rather than at its deadline.
+  absl::StatusOr<shardps::etcd::RangeResponse> key =
+      client_->Get(ReplicaKey(kJob, 0, 0));
+  ASSERT_TRUE(key.ok() && !key->kvs().empty());
+  const absl::Time revoked = absl::Now();
+  ASSERT_TRUE(client_->RevokeLease(key->kvs(0).lease()).ok());
+  pull.join();
+  EXPECT_EQ(waited.error_code(), grpc::StatusCode::UNAVAILABLE)
+      << waited.error_message();
+  EXPECT_LT(ended - revoked, absl::Seconds(10));
+  AwaitRole(*b, "primary");
+  // Worker 1 completes clock 0 on the new primary: the mean of 2 and 4.
+  ASSERT_TRUE(Push(*b, SyncPush(1, 0, 4.0f), &reply).ok());
+  grpc::ClientContext context;
+  shardps::PullRequest request;
+  request.set_job(kJob);
+  request.set_table("s");
+  request.set_end(kKeys);
+  request.set_worker(0);
+  request.set_clock(1);
+  shardps::PullResponse response;
+  ASSERT_TRUE(Stub(*b)->Pull(&context, request, &response).ok());
+  std::vector<float> values(kKeys);
+  std::memcpy(values.data(), response.values().data(), kKeys * sizeof(float));
+  EXPECT_EQ(values, std::vector<float>(kKeys, 97.0f));
+  // The old primary copies the barrier back and is a backup again.
+  AwaitRole(*a, "backup");
 }
 
 }  // namespace

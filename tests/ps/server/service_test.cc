@@ -286,7 +286,9 @@ TEST_F(ServiceTest, CompressedPullsAndPushesRoundTrip) {
     o.push_encoding = encoding;
     std::unique_ptr<Client> client = *Client::Connect(o);
     const std::string name = std::string("w") + EncodingName(encoding).data();
-    ASSERT_TRUE(client->CreateTable(Table(name, p, 1.0f, 0.5f)).ok());
+    const absl::Status created =
+        client->CreateTable(Table(name, p, 1.0f, 0.5f));
+    ASSERT_TRUE(created.ok()) << created;
     absl::StatusOr<std::vector<shardps::StatsResponse>> before =
         client->Stats();
     ASSERT_TRUE(before.ok());

@@ -266,8 +266,7 @@ TEST(TableTest, OverwriteTakesTheSourcesStateAndRefusesWhatDoesNotFit) {
   TableSnapshot snapshot;
   primary->Snapshot(&snapshot);
   const std::vector<float> before = Values(replica.get());
-  // Refused, changing nothing: another spec, arrays that do not fit, a
-  // sync table.
+  // Refused, changing nothing: another spec, arrays that do not fit.
   TableSnapshot other = snapshot;
   other.meta.mutable_spec()->mutable_optimizer()->set_learning_rate(9.0f);
   absl::Status s = replica->Overwrite(other);
@@ -280,10 +279,6 @@ TEST(TableTest, OverwriteTakesTheSourcesStateAndRefusesWhatDoesNotFit) {
   EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
   EXPECT_EQ(Values(replica.get()), before);
   EXPECT_EQ(replica->version(), 3u);
-  std::unique_ptr<Table> sync = Make(SyncSpec(2000));
-  TableSnapshot sync_snapshot;
-  sync->Snapshot(&sync_snapshot);
-  EXPECT_TRUE(absl::IsFailedPrecondition(sync->Overwrite(sync_snapshot)));
   // Taken: values, version, clocks and ledger are the primary's.
   ASSERT_TRUE(replica->Overwrite(snapshot).ok());
   EXPECT_EQ(Values(replica.get()), Values(primary.get()));
@@ -297,6 +292,39 @@ TEST(TableTest, OverwriteTakesTheSourcesStateAndRefusesWhatDoesNotFit) {
   absl::StatusOr<PushOutcome> again = PushValue(replica.get(), 3, 33, 2, 5.0f);
   ASSERT_TRUE(again.ok());
   EXPECT_FALSE(again->duplicate);
+}
+
+TEST(TableTest, OverwriteOfASyncTableTakesTheBarrierMidClock) {
+  // The source has worker 0's part of clock 0 gathered; the replica being
+  // overwritten had gathered nothing. After it, worker 1's push completes
+  // the clock on both alike.
+  std::unique_ptr<Table> primary = Make(SyncSpec(1000));
+  std::unique_ptr<Table> replica = Make(SyncSpec(1000));
+  ASSERT_TRUE(PushValue(primary.get(), 0, 7, 1, 2.0f).ok());
+  EXPECT_EQ(primary->admitted_pushes(), 1u);
+  TableSnapshot snapshot;
+  primary->Snapshot(&snapshot);
+  EXPECT_EQ(snapshot.meta.admitted_pushes(), 1u);
+  ASSERT_TRUE(replica->Overwrite(snapshot).ok());
+  EXPECT_EQ(replica->admitted_pushes(), 1u);
+  absl::StatusOr<PushOutcome> again = PushValue(replica.get(), 0, 7, 1, 2.0f);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->duplicate) << "the ledger came with the barrier";
+  for (Table* t : {primary.get(), replica.get()}) {
+    absl::StatusOr<PushOutcome> last = PushValue(t, 1, 8, 1, 4.0f);
+    ASSERT_TRUE(last.ok()) << last.status();
+    EXPECT_EQ(last->position, 2u);
+    EXPECT_EQ(t->version(), 1u);
+  }
+  EXPECT_EQ(Values(replica.get()), Values(primary.get()));
+  // A barrier of another size is refused, the ledger left as it was.
+  std::unique_ptr<Table> three = Make(SyncSpec(1000));
+  TableSnapshot wrong = snapshot;
+  wrong.meta.mutable_barrier()->add_workers();
+  EXPECT_TRUE(absl::IsInvalidArgument(three->Overwrite(wrong)));
+  absl::StatusOr<PushOutcome> first = PushValue(three.get(), 0, 7, 1, 2.0f);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_FALSE(first->duplicate);
 }
 
 TEST(TableTest, ArraysPerKeyCountValuesOptimizerStateAndTheSyncSum) {
