@@ -51,6 +51,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
         options.replication, options.job, options.auth_token, options.tls,
         &server->service_->registry(), options.log);
     if (!replicator.ok()) return replicator.status();
+    server->service_->registry().set_replicated();
     server->replicator_ = *std::move(replicator);
     server->service_->set_replicator(server->replicator_.get());
   }

@@ -26,13 +26,15 @@ absl::Status NotInBarrier(uint32_t worker, absl::string_view table,
 }  // namespace
 
 Consistency::Consistency(const shardps::ConsistencyConfig& config,
-                         std::string table, ShardStore* store, LogSink* log)
+                         std::string table, ShardStore* store, LogSink* log,
+                         bool replicated)
     : mode_(config.mode() == shardps::CONSISTENCY_SYNC  ? Mode::kSync
             : config.mode() == shardps::CONSISTENCY_SSP ? Mode::kSsp
                                                         : Mode::kAsync),
       staleness_(config.staleness()),
       straggler_timeout_(absl::Seconds(config.straggler_timeout_seconds())),
       drop_stragglers_(config.straggler_policy() == shardps::STRAGGLER_DROP),
+      replicated_(replicated),
       table_(std::move(table)),
       store_(store),
       log_(log),
@@ -177,6 +179,13 @@ absl::Status Consistency::CheckPushLocked(uint32_t worker, uint64_t clock,
         absl::StrCat("worker ", worker, " pushed clock ", clock, " of table '",
                      table_, "' but its next clock here is ", w.pushed,
                      " (clocks are pushed in order, each once)"));
+  }
+  if (mode_ == Mode::kSync && clock == applied_ + 1 && replicated_) {
+    return absl::UnavailableError(absl::StrCat(
+        "clock ", applied_, " of table '", table_,
+        "' is not complete on this replica yet (after a failover, the "
+        "pushes that complete it are being retried); retry worker ",
+        worker, "'s push of clock ", clock));
   }
   if (mode_ == Mode::kSync && clock != applied_) {
     return absl::FailedPreconditionError(absl::StrCat(

@@ -57,8 +57,10 @@ class Consistency {
   // `config` must be valid; `store` must outlive this. `table` names the
   // table in messages; stragglers dropped or failing the job are reported
   // to `log` (null: stderr), which must outlive this.
+  // `replicated`: see TableSettings::replicated (ps/table/table.h).
   Consistency(const shardps::ConsistencyConfig& config, std::string table,
-              ShardStore* store, LogSink* log = nullptr);
+              ShardStore* store, LogSink* log = nullptr,
+              bool replicated = false);
   Consistency(const Consistency&) = delete;
   Consistency& operator=(const Consistency&) = delete;
   // Ends the waits still pending with UNAVAILABLE and stops the watchdog.
@@ -181,6 +183,7 @@ class Consistency {
   const uint64_t staleness_;
   const absl::Duration straggler_timeout_;
   const bool drop_stragglers_;
+  const bool replicated_;
   const std::string table_;
   ShardStore* const store_;
   LogSink* const log_;

@@ -52,7 +52,7 @@ Table::Table(shardps::CreateTableRequest spec,
       restored_version_(restored_version),
       max_workers_(settings.max_workers),
       consistency_(spec_.consistency(), spec_.table(), store_.get(),
-                   settings.log) {}
+                   settings.log, settings.replicated) {}
 
 absl::StatusOr<std::unique_ptr<Table>> Table::Create(
     const shardps::CreateTableRequest& spec, KeyRange range,

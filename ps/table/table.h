@@ -75,6 +75,12 @@ struct TableSettings {
   LogSink* log = nullptr;
   // async: pushes of further worker ids are RESOURCE_EXHAUSTED.
   uint32_t max_workers = kDefaultMaxWorkers;
+  // The server is one replica of its shard (ps/server/replicator.h): a sync
+  // push one clock ahead of the clock gathered here is UNAVAILABLE (to be
+  // retried), not FAILED_PRECONDITION. After a failover the pushes that
+  // complete that clock are retries of pushes the old primary took, and
+  // let other workers pull past, without acknowledging them.
+  bool replicated = false;
 };
 
 class Table {

@@ -31,6 +31,7 @@ TableSettings TableRegistry::NewTableSettings() const {
   TableSettings settings;
   settings.log = log_;
   settings.max_workers = limits_.max_workers;
+  settings.replicated = replicated_.load();
   return settings;
 }
 

@@ -9,6 +9,7 @@
 #ifndef SHARDPS_PS_TABLE_TABLE_REGISTRY_H_
 #define SHARDPS_PS_TABLE_TABLE_REGISTRY_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -45,6 +46,9 @@ class TableRegistry {
   TableRegistry& operator=(const TableRegistry&) = delete;
 
   const std::string& job() const { return job_; }
+  // Tables created or restored from now on are replicas'
+  // (TableSettings::replicated). Call before any table exists.
+  void set_replicated() { replicated_ = true; }
 
   // Creates the table described by `spec`, or finds an identical one
   // (`*created` tells which). FAILED_PRECONDITION for another job's request,
@@ -102,6 +106,7 @@ class TableRegistry {
 
   const std::string job_;
   const TableLimits limits_;
+  std::atomic<bool> replicated_{false};
   LogSink* const log_;
   absl::Mutex mu_;
   // Tables and value bytes held or being built.

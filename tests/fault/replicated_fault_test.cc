@@ -1,6 +1,7 @@
 // Replicated shards under SIGKILL (issue 17): 2 shards of 2 replicas each
 // (four shardps-server processes with --etcd, a real etcd) and 2 workers
-// pushing integer gradients (SGD, lr 1: every value exact) without pause.
+// pushing integer gradients (SGD, lr 1: every value exact) without pause,
+// on an async table and, step by step (pull, push), on a sync one.
 // Ten times, at a random moment, one server of the four (primary or
 // backup) is killed with SIGKILL and started again; it must catch up and
 // serve as a backup before the next kill, so the other replica of a shard
@@ -132,29 +133,38 @@ class ReplicatedFaultTest : public testutil::EtcdTest {
    public:
     void Write(absl::string_view) override {}
   } quiet_;
+  // Creates `table`, trains it with two workers while ten servers are
+  // killed and restarted (printing each kill's stall), and returns each
+  // worker's acknowledged steps; a step at clock c pulls at c (sync: waits
+  // for clock c - 1) and pushes worker w's gradient w + 1 on every key. At
+  // the end every worker finishes the clock the most advanced one reached,
+  // then *values gets the table.
+  void TrainThroughKills(const TableOptions& table, int64_t* acknowledged,
+                         std::vector<float>* values);
+
   std::unique_ptr<ServerProcess> servers_[kShards * kReplicas];
   int starts_ = 0;
 };
 
-TEST_F(ReplicatedFaultTest, TenKillsLoseNoAcknowledgedPushAndApplyNoneTwice) {
+void ReplicatedFaultTest::TrainThroughKills(const TableOptions& table,
+                                            int64_t* acknowledged,
+                                            std::vector<float>* values) {
   std::unique_ptr<Client> admin = Connect(99);
   ASSERT_NE(admin, nullptr);
-  TableOptions table;
-  table.name = "w";
-  table.num_params = kKeys;
-  table.optimizer.set_name("sgd");
-  table.optimizer.set_learning_rate(1.0f);
   ASSERT_TRUE(admin->CreateTable(table).ok());
 
-  std::atomic<bool> stop{false};
+  // Workers step until they have pushed clock last_clock.
+  std::atomic<int64_t> last_clock{INT64_MAX};
   absl::Mutex mu;
   std::vector<PushRecord> records[kWorkers];
-  int64_t acknowledged[kWorkers] = {};
   absl::Status failed[kWorkers];
   std::vector<std::thread> workers;
   // Joined however the test ends (an assertion returns early).
   absl::Cleanup join = [&] {
-    stop = true;
+    {
+      absl::MutexLock lock(&mu);
+      last_clock = *std::max_element(acknowledged, acknowledged + kWorkers);
+    }
     for (std::thread& t : workers) t.join();
   };
   for (int w = 0; w < kWorkers; ++w) {
@@ -166,11 +176,16 @@ TEST_F(ReplicatedFaultTest, TenKillsLoseNoAcknowledgedPushAndApplyNoneTwice) {
         failed[w] = s;
         return;
       }
-      // Worker w's gradient is w + 1 on every key.
       const std::vector<float> grad(kKeys, static_cast<float>(w + 1));
-      while (!stop.load()) {
+      std::vector<float> pulled(kKeys);
+      for (int64_t clock = 0; clock <= last_clock.load(); ++clock) {
         const absl::Time start = absl::Now();
-        absl::Status s = client->Push("w", 0, kKeys, grad.data());
+        absl::Status s = client->Pull(table.name, 0, kKeys, pulled.data(),
+                                      static_cast<uint64_t>(clock));
+        if (s.ok()) {
+          s = client->Push(table.name, 0, kKeys, grad.data(),
+                           static_cast<uint64_t>(clock));
+        }
         if (!s.ok()) {
           failed[w] = s;
           return;
@@ -231,18 +246,14 @@ TEST_F(ReplicatedFaultTest, TenKillsLoseNoAcknowledgedPushAndApplyNoneTwice) {
   for (int w = 0; w < kWorkers; ++w) {
     ASSERT_TRUE(failed[w].ok()) << "worker " << w << ": " << failed[w];
   }
-
-  // Exactly the acknowledged gradients, once each.
-  std::vector<float> values(kKeys);
-  ASSERT_TRUE(admin->Pull("w", 0, kKeys, values.data()).ok());
-  float expect = 0;
-  for (int w = 0; w < kWorkers; ++w) {
-    expect -= static_cast<float>((w + 1) * acknowledged[w]);
-  }
-  for (uint64_t k = 0; k < kKeys; ++k) {
-    ASSERT_EQ(values[k], expect) << "key " << k << " after " << acknowledged[0]
-                                 << " + " << acknowledged[1] << " pushes";
-  }
+  // Read as worker 0 at clock 0 (a sync barrier knows no other id; such a
+  // pull never waits).
+  std::unique_ptr<Client> reader = Connect(0);
+  ASSERT_NE(reader, nullptr);
+  ASSERT_TRUE(reader->OpenTable(table, absl::Seconds(30)).ok());
+  values->resize(kKeys);
+  const absl::Status read = reader->Pull(table.name, 0, kKeys, values->data());
+  ASSERT_TRUE(read.ok()) << read;
 
   // Each kill's stall: the longest any worker went without an acknowledged
   // push between the kill and the next one; and the longest push that
@@ -284,6 +295,50 @@ TEST_F(ReplicatedFaultTest, TenKillsLoseNoAcknowledgedPushAndApplyNoneTwice) {
   // Training resumed after every kill (await_progress) and nothing hung: a
   // stall is the failover (etcd lease, 1 s) plus retries, far below this.
   EXPECT_LT(sorted.back(), 10.0);
+}
+
+TableOptions SgdTable(const std::string& name) {
+  TableOptions table;
+  table.name = name;
+  table.num_params = kKeys;
+  table.optimizer.set_name("sgd");
+  table.optimizer.set_learning_rate(1.0f);
+  return table;
+}
+
+TEST_F(ReplicatedFaultTest, TenKillsLoseNoAcknowledgedPushAndApplyNoneTwice) {
+  int64_t acknowledged[kWorkers] = {};
+  std::vector<float> values;
+  ASSERT_NO_FATAL_FAILURE(
+      TrainThroughKills(SgdTable("w"), acknowledged, &values));
+  // Exactly the acknowledged gradients, once each.
+  float expect = 0;
+  for (int w = 0; w < kWorkers; ++w) {
+    expect -= static_cast<float>((w + 1) * acknowledged[w]);
+  }
+  for (uint64_t k = 0; k < kKeys; ++k) {
+    ASSERT_EQ(values[k], expect) << "key " << k << " after " << acknowledged[0]
+                                 << " + " << acknowledged[1] << " pushes";
+  }
+}
+
+TEST_F(ReplicatedFaultTest, ASyncTableLosesNoClockThroughTenKills) {
+  TableOptions table = SgdTable("bsp");
+  table.consistency.set_mode(shardps::CONSISTENCY_SYNC);
+  table.consistency.set_num_workers(kWorkers);
+  table.consistency.set_straggler_timeout_seconds(60);
+  int64_t acknowledged[kWorkers] = {};
+  std::vector<float> values;
+  ASSERT_NO_FATAL_FAILURE(TrainThroughKills(table, acknowledged, &values));
+  // Both workers pushed the same clocks; each clock applied the mean of
+  // their gradients (1 and 2) once: a push lost from a clock would have
+  // hung it, one counted twice would have moved it by more.
+  ASSERT_EQ(acknowledged[0], acknowledged[1]);
+  const float expect = -1.5f * static_cast<float>(acknowledged[0]);
+  for (uint64_t k = 0; k < kKeys; ++k) {
+    ASSERT_EQ(values[k], expect)
+        << "key " << k << " after " << acknowledged[0] << " clocks";
+  }
 }
 
 }  // namespace

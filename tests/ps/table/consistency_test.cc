@@ -18,10 +18,11 @@ namespace {
 // A shard of keys [100, 110) holding zeros, plain SGD with lr 1 (so a value
 // is minus the sum of what was applied to it), behind a Consistency.
 struct Shard {
-  explicit Shard(const shardps::ConsistencyConfig& config)
+  explicit Shard(const shardps::ConsistencyConfig& config,
+                 bool replicated = false)
       : store({100, 110}, std::make_unique<SgdUpdater>(1.0f),
               std::vector<float>(10, 0.0f)),
-        consistency(config, "t", &store) {}
+        consistency(config, "t", &store, nullptr, replicated) {}
 
   absl::StatusOr<uint64_t> Push(uint32_t worker, uint64_t clock, KeyRange keys,
                                 float value) {
@@ -295,6 +296,41 @@ TEST(ConsistencyTest, AWorkerThatKeepsPushingIsNotAStraggler) {
   EXPECT_TRUE(pull.status.ok()) << pull.status;
   EXPECT_GE(absl::Now() - start, absl::Seconds(2));
   EXPECT_TRUE(shard.consistency.dropped_workers().empty());
+}
+
+TEST(ConsistencyTest, OnAReplicaAPushOneClockAheadIsRetriedNotRefused) {
+  // After a failover the new primary may lack the pushes completing clock
+  // 0 (retries on their way) while a worker that pulled past it on the old
+  // primary already pushes clock 1.
+  Shard shard(testutil::Consistency(shardps::CONSISTENCY_SYNC, 2),
+              /*replicated=*/true);
+  ASSERT_TRUE(shard.PushAll(0, 0, 1.0f).ok());
+  const absl::StatusOr<uint64_t> early = shard.PushAll(0, 1, 1.0f);
+  EXPECT_TRUE(absl::IsUnavailable(early.status())) << early.status();
+  EXPECT_NE(early.status().message().find("clock 0"), std::string::npos);
+  // Further ahead is still a client's mistake.
+  EXPECT_EQ(shard.PushAll(1, 2, 1.0f).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(shard.PushAll(1, 0, 3.0f).ok());
+  ASSERT_TRUE(shard.PushAll(0, 1, 1.0f).ok());  // the retry
+  for (uint64_t k = 100; k < 110; ++k) EXPECT_EQ(shard.Value(k), -2.0f);
+}
+
+TEST(ConsistencyTest, EndWaitsReleasesTodaysPullsOnly) {
+  Shard shard(testutil::Consistency(shardps::CONSISTENCY_SYNC, 2));
+  PullProbe pull;
+  shard.consistency.Pull(1, 1, pull.Continuation());
+  shard.consistency.EndWaits(absl::UnavailableError("no longer the primary"));
+  ASSERT_TRUE(pull.done.HasBeenNotified());
+  EXPECT_TRUE(absl::IsUnavailable(pull.status));
+  // A later pull waits as before, and is released by the clock.
+  PullProbe after;
+  shard.consistency.Pull(1, 1, after.Continuation());
+  EXPECT_FALSE(after.done.HasBeenNotified());
+  ASSERT_TRUE(shard.PushAll(0, 0, 1.0f).ok());
+  ASSERT_TRUE(shard.PushAll(1, 0, 1.0f).ok());
+  ASSERT_TRUE(after.WaitFor(absl::Seconds(10)));
+  EXPECT_TRUE(after.status.ok()) << after.status;
 }
 
 TEST(ConsistencyTest, CloseEndsWaitingPulls) {
