@@ -62,7 +62,7 @@ ABSL_FLAG(int, metrics_port, -1,
 ABSL_FLAG(std::string, etcd, "",
           "http://host:port of the job's etcd: this server is replica "
           "--replica of shard --shard, with the others of that shard in "
-          "etcd (async tables only). Empty: not replicated.");
+          "etcd (straggler policy drop is refused). Empty: not replicated.");
 ABSL_FLAG(int, shard, 0, "With --etcd: the shard this server replicates.");
 ABSL_FLAG(int, replica, 0,
           "With --etcd: this server's replica number within its shard.");

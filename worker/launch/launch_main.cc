@@ -25,8 +25,8 @@ ABSL_FLAG(int, workers, 1, "Workers.");
 ABSL_FLAG(int, replicas, 1,
           "Servers per shard (1-5; > 1 starts an etcd and replicated "
           "servers, so a server that dies loses no acknowledged push; "
-          "--cluster=local or emulated, each replica on its own host; async "
-          "tables).");
+          "--cluster=local or emulated, each replica on its own host; "
+          "--straggler_policy=drop is refused).");
 ABSL_FLAG(std::string, loader, "parallel",
           "parallel (the fix) or sequential (the baseline).");
 ABSL_FLAG(std::string, run_dir, "",
