@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "ps/base/free_port.h"
 #include "ps/coord/etcd_client.h"
@@ -17,12 +18,27 @@ absl::StatusOr<std::unique_ptr<EtcdProcess>> EtcdProcess::Start(
     return absl::InvalidArgumentError(
         "etcd needs a data directory (and ports >= 0)");
   }
-  for (int* port : {&options.client_port, &options.peer_port}) {
-    if (*port != 0) continue;
-    absl::StatusOr<int> picked = PickFreePort(options.host);
-    if (!picked.ok()) return picked.status();
-    *port = *picked;
+  const bool picking = options.client_port == 0 || options.peer_port == 0;
+  for (int attempt = 1;; ++attempt) {
+    EtcdProcessOptions o = options;
+    for (int* port : {&o.client_port, &o.peer_port}) {
+      if (*port != 0) continue;
+      absl::StatusOr<int> picked = PickFreePort(o.host);
+      if (!picked.ok()) return picked.status();
+      *port = *picked;
+    }
+    absl::StatusOr<std::unique_ptr<EtcdProcess>> etcd = StartOnce(o);
+    // A port picked free may be taken before etcd binds it (by any
+    // process's outgoing connection): then pick again.
+    if (etcd.ok() || !picking || attempt == 3 ||
+        !absl::StrContains(etcd.status().message(), "address already in use")) {
+      return etcd;
+    }
   }
+}
+
+absl::StatusOr<std::unique_ptr<EtcdProcess>> EtcdProcess::StartOnce(
+    const EtcdProcessOptions& options) {
   const std::string client =
       absl::StrCat("http://", options.host, ":", options.client_port);
   const std::string peer =

@@ -35,7 +35,8 @@ struct EtcdProcessOptions {
 class EtcdProcess {
  public:
   // Starts etcd and waits until its gateway answers; on failure the error
-  // quotes the end of its log.
+  // quotes the end of its log. Ports left 0 are picked free, and picked
+  // again (up to three starts) if another process took one first.
   static absl::StatusOr<std::unique_ptr<EtcdProcess>> Start(
       EtcdProcessOptions options);
 
@@ -50,6 +51,9 @@ class EtcdProcess {
   void Kill() { process_->Kill(); }
 
  private:
+  // One start on the ports `options` names.
+  static absl::StatusOr<std::unique_ptr<EtcdProcess>> StartOnce(
+      const EtcdProcessOptions& options);
   EtcdProcess(EtcdProcessOptions options, std::unique_ptr<ChildProcess> process)
       : options_(std::move(options)), process_(std::move(process)) {}
 
