@@ -71,6 +71,17 @@ shardps::PushRequest SyncPush(uint32_t worker, uint64_t clock, float g) {
   return push;
 }
 
+// Worker `worker`'s pull of all of sync table "s" at `clock`.
+shardps::PullRequest SyncPull(uint32_t worker, uint64_t clock) {
+  shardps::PullRequest pull;
+  pull.set_job(kJob);
+  pull.set_table("s");
+  pull.set_end(kKeys);
+  pull.set_worker(worker);
+  pull.set_clock(clock);
+  return pull;
+}
+
 class ReplicationTest : public testutil::EtcdTest {
  protected:
   std::unique_ptr<Server> StartReplica(uint32_t replica, LogSink* log = nullptr,
@@ -113,6 +124,15 @@ class ReplicationTest : public testutil::EtcdTest {
     shardps::StatsResponse response;
     EXPECT_TRUE(Stub(server)->Stats(&context, request, &response).ok());
     return response;
+  }
+
+  // Ends replica `replica`'s lease in etcd while its process lives on (a
+  // pause or a partition longer than the lease).
+  void LoseLease(uint32_t replica) {
+    absl::StatusOr<shardps::etcd::RangeResponse> key =
+        client_->Get(ReplicaKey(kJob, 0, replica));
+    ASSERT_TRUE(key.ok() && !key->kvs().empty()) << key.status();
+    ASSERT_TRUE(client_->RevokeLease(key->kvs(0).lease()).ok());
   }
 
   // Waits until `server` reports `role`.
@@ -265,12 +285,6 @@ TEST_F(ReplicationTest, ReplicasThatLoseTheirLeaseWhileAliveCopyTheShardAgain) {
     ASSERT_TRUE(
         Push(*servers[server], PushOf(9, ++sequence, 1.0f), &reply).ok());
   };
-  auto lose_lease = [&](int replica) {
-    absl::StatusOr<shardps::etcd::RangeResponse> key =
-        client_->Get(ReplicaKey(kJob, 0, replica));
-    ASSERT_TRUE(key.ok() && !key->kvs().empty()) << key.status();
-    ASSERT_TRUE(client_->RevokeLease(key->kvs(0).lease()).ok());
-  };
   auto await_caught_up = [&](int replica, int times) {
     const absl::Time deadline = absl::Now() + absl::Seconds(20);
     while (Lines(logs[replica], "caught up from") < times &&
@@ -282,12 +296,12 @@ TEST_F(ReplicationTest, ReplicasThatLoseTheirLeaseWhileAliveCopyTheShardAgain) {
   };
   for (int i = 0; i < 3; ++i) push_to(0);
   // The backup: forgotten, registered again, it copies the shard again.
-  lose_lease(1);
+  ASSERT_NO_FATAL_FAILURE(LoseLease(1));
   ASSERT_NO_FATAL_FAILURE(await_caught_up(1, 2));
   AwaitRole(*servers[1], "backup");
   for (int i = 0; i < 2; ++i) push_to(0);
   // The primary: the backup takes over; the old primary copies from it.
-  lose_lease(0);
+  ASSERT_NO_FATAL_FAILURE(LoseLease(0));
   AwaitRole(*servers[1], "primary");
   ASSERT_NO_FATAL_FAILURE(await_caught_up(0, 1));
   AwaitRole(*servers[0], "backup");
@@ -418,14 +432,8 @@ TEST_F(ReplicationTest, ASyncClockHalfGatheredSurvivesAFailover) {
   std::thread pull([&] {
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
-    shardps::PullRequest request;
-    request.set_job(kJob);
-    request.set_table("s");
-    request.set_end(kKeys);
-    request.set_worker(0);
-    request.set_clock(1);
     shardps::PullResponse response;
-    waited = Stub(*a)->Pull(&context, request, &response);
+    waited = Stub(*a)->Pull(&context, SyncPull(0, 1), &response);
     ended = absl::Now();
   });
   auto waiting = [&] {
@@ -440,11 +448,8 @@ TEST_F(ReplicationTest, ASyncClockHalfGatheredSurvivesAFailover) {
   }
   // ... until the primary loses its place: the pull ends at once,
   // retryable, rather than at its deadline.
-  absl::StatusOr<shardps::etcd::RangeResponse> key =
-      client_->Get(ReplicaKey(kJob, 0, 0));
-  ASSERT_TRUE(key.ok() && !key->kvs().empty());
   const absl::Time revoked = absl::Now();
-  ASSERT_TRUE(client_->RevokeLease(key->kvs(0).lease()).ok());
+  ASSERT_NO_FATAL_FAILURE(LoseLease(0));
   pull.join();
   EXPECT_EQ(waited.error_code(), grpc::StatusCode::UNAVAILABLE)
       << waited.error_message();
@@ -453,14 +458,8 @@ TEST_F(ReplicationTest, ASyncClockHalfGatheredSurvivesAFailover) {
   // Worker 1 completes clock 0 on the new primary: the mean of 2 and 4.
   ASSERT_TRUE(Push(*b, SyncPush(1, 0, 4.0f), &reply).ok());
   grpc::ClientContext context;
-  shardps::PullRequest request;
-  request.set_job(kJob);
-  request.set_table("s");
-  request.set_end(kKeys);
-  request.set_worker(0);
-  request.set_clock(1);
   shardps::PullResponse response;
-  ASSERT_TRUE(Stub(*b)->Pull(&context, request, &response).ok());
+  ASSERT_TRUE(Stub(*b)->Pull(&context, SyncPull(0, 1), &response).ok());
   std::vector<float> values(kKeys);
   std::memcpy(values.data(), response.values().data(), kKeys * sizeof(float));
   EXPECT_EQ(values, std::vector<float>(kKeys, 97.0f));
