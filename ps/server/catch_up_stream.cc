@@ -92,14 +92,13 @@ absl::StatusOr<bool> AddCatchUpChunk(const shardps::CatchUpChunk& chunk,
 absl::StatusOr<std::vector<TableSnapshot>> FetchShardState(
     const std::string& primary, const shardps::CatchUpRequest& request,
     std::shared_ptr<grpc::ChannelCredentials> credentials,
-    const std::string& auth_token, absl::Duration timeout) {
+    const std::vector<std::pair<std::string, std::string>>& metadata,
+    absl::Duration timeout) {
   auto stub = shardps::Replication::NewStub(
       grpc::CreateChannel(primary, std::move(credentials)));
   grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
-  if (!auth_token.empty()) {
-    context.AddMetadata(kAuthMetadataKey, BearerValue(auth_token));
-  }
+  for (const auto& [key, value] : metadata) context.AddMetadata(key, value);
   std::unique_ptr<grpc::ClientReader<shardps::CatchUpChunk>> reader =
       stub->CatchUp(&context, request);
   std::vector<TableSnapshot> tables(1);

@@ -12,6 +12,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -46,13 +47,15 @@ class CatchUpWriter final
   shardps::CatchUpChunk chunk_;
 };
 
-// Asks the primary at `primary` for its state (Replication.CatchUp) and
-// reads all of it before returning, so that a stream cut short restores
-// nothing; UNAVAILABLE naming the primary when it fails or ends early.
+// Asks the primary at `primary` for its state (Replication.CatchUp), the
+// call carrying `metadata` (tokens), and reads all of it before returning,
+// so that a stream cut short restores nothing; UNAVAILABLE naming the
+// primary when it fails or ends early.
 absl::StatusOr<std::vector<TableSnapshot>> FetchShardState(
     const std::string& primary, const shardps::CatchUpRequest& request,
     std::shared_ptr<grpc::ChannelCredentials> credentials,
-    const std::string& auth_token, absl::Duration timeout);
+    const std::vector<std::pair<std::string, std::string>>& metadata,
+    absl::Duration timeout);
 
 // Adds one received chunk to *table; true once the table is complete.
 // DATA_LOSS when chunks do not fit together.

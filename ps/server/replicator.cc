@@ -259,6 +259,21 @@ absl::Status Replicator::CheckPrimary() const {
                    "); the primary is in etcd at ", etcd_->endpoint()));
 }
 
+absl::Status Replicator::CheckReplicationToken(
+    const std::multimap<grpc::string_ref, grpc::string_ref>& metadata) const {
+  if (options_.token.empty()) return absl::OkStatus();
+  auto it = metadata.find(kReplicationTokenMetadataKey);
+  if (it != metadata.end() &&
+      ConstantTimeEquals(
+          options_.token,
+          absl::string_view(it->second.data(), it->second.size()))) {
+    return absl::OkStatus();
+  }
+  return absl::UnauthenticatedError(
+      "forwarded calls and catch-ups need the replicas' token "
+      "(--replication_token_file); the job's token is not enough");
+}
+
 absl::Status Replicator::CheckForwarded(absl::string_view epoch_text,
                                         absl::string_view position_text,
                                         absl::string_view table,
@@ -386,6 +401,9 @@ absl::Status Replicator::ForwardTo(const std::string& address,
     context.AddMetadata(kPositionMetadataKey, absl::StrCat(position));
     if (!auth_token_.empty()) {
       context.AddMetadata(kAuthMetadataKey, BearerValue(auth_token_));
+    }
+    if (!options_.token.empty()) {
+      context.AddMetadata(kReplicationTokenMetadataKey, options_.token);
     }
     grpc::ByteBuffer reply;
     grpc::Status status;

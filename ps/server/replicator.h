@@ -49,6 +49,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -72,6 +73,9 @@ namespace ps {
 // Metadata of a forwarded call.
 inline constexpr char kEpochMetadataKey[] = "x-shardps-epoch";
 inline constexpr char kPositionMetadataKey[] = "x-shardps-position";
+// The replicas' own token, on forwarded calls and catch-ups.
+inline constexpr char kReplicationTokenMetadataKey[] =
+    "x-shardps-replication-token";
 
 struct ReplicationOptions {
   std::string etcd;  // http://host:port; empty: the server is not replicated
@@ -79,6 +83,11 @@ struct ReplicationOptions {
   uint32_t replica = 0;
   // A dead replica's keys last this long in etcd (ServerMembership).
   absl::Duration lease_ttl = absl::Seconds(1);
+  // The replicas' own secret (--replication_token_file): forwarded calls
+  // and catch-ups must carry it, so that a job member holding only the
+  // job's token cannot pose as a primary to a backup. Empty: the job's
+  // token is all a forward needs.
+  std::string token;
 };
 
 class Replicator final : public shardps::Replication::CallbackService {
@@ -101,6 +110,10 @@ class Replicator final : public shardps::Replication::CallbackService {
   // For a client's call: OK on the primary; UNAVAILABLE naming the primary
   // (or saying there is none yet) on any other replica.
   absl::Status CheckPrimary() const;
+  // UNAUTHENTICATED unless the call carries the replicas' token (OK when
+  // there is none).
+  absl::Status CheckReplicationToken(
+      const std::multimap<grpc::string_ref, grpc::string_ref>& metadata) const;
   // For a forwarded call with these metadata values: OK when it may be
   // applied; FAILED_PRECONDITION when its epoch is stale, UNAVAILABLE while
   // catching up. *in_copy: the push is in the state this replica copied

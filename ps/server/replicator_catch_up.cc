@@ -61,8 +61,15 @@ absl::Status Replicator::CatchUpFrom(const std::string& primary,
   request.set_address(Address());
   Logf(log_, "catching up from the primary at %s", primary);
   const absl::Time start = absl::Now();
-  absl::StatusOr<std::vector<TableSnapshot>> fetched = FetchShardState(
-      primary, request, *credentials, auth_token_, kCatchUpWait);
+  std::vector<std::pair<std::string, std::string>> metadata;
+  if (!auth_token_.empty()) {
+    metadata.emplace_back(kAuthMetadataKey, BearerValue(auth_token_));
+  }
+  if (!options_.token.empty()) {
+    metadata.emplace_back(kReplicationTokenMetadataKey, options_.token);
+  }
+  absl::StatusOr<std::vector<TableSnapshot>> fetched =
+      FetchShardState(primary, request, *credentials, metadata, kCatchUpWait);
   if (!fetched.ok()) return fetched.status();
   std::vector<TableSnapshot>& tables = *fetched;
   {
@@ -90,11 +97,12 @@ absl::Status Replicator::CatchUpFrom(const std::string& primary,
 grpc::ServerWriteReactor<shardps::CatchUpChunk>* Replicator::CatchUp(
     grpc::CallbackServerContext* context,
     const shardps::CatchUpRequest* request) {
-  if (absl::Status s =
-          CheckAuthorization(context->client_metadata(), auth_token_);
-      !s.ok()) {
-    return new CatchUpWriter(s);
+  absl::Status admitted =
+      CheckAuthorization(context->client_metadata(), auth_token_);
+  if (admitted.ok()) {
+    admitted = CheckReplicationToken(context->client_metadata());
   }
+  if (!admitted.ok()) return new CatchUpWriter(admitted);
   if (request->job() != job_ || request->shard() != options_.shard) {
     return new CatchUpWriter(absl::FailedPreconditionError(absl::StrCat(
         "this is shard ", options_.shard, " of job '", job_, "'")));

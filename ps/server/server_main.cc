@@ -66,6 +66,12 @@ ABSL_FLAG(std::string, etcd, "",
 ABSL_FLAG(int, shard, 0, "With --etcd: the shard this server replicates.");
 ABSL_FLAG(int, replica, 0,
           "With --etcd: this server's replica number within its shard.");
+ABSL_FLAG(std::string, replication_token_file, "",
+          "With --etcd: a file holding the replicas' own secret, which "
+          "forwarded calls and catch-ups must carry (give it to servers "
+          "only, not workers). Empty: the job's token (--auth_token_file) "
+          "is all a forward needs, so any job member could pose as a "
+          "primary to a backup.");
 ABSL_FLAG(std::string, advertise_host, "",
           "With --etcd: the host peers and clients reach this server at "
           "(empty: --host, which must then not be 0.0.0.0).");
@@ -143,6 +149,18 @@ absl::Status ReadReplicationFlags(ps::ServerOptions* o) {
   }
   o->replication.shard = shard;
   o->replication.replica = replica;
+  const std::string token_file = absl::GetFlag(FLAGS_replication_token_file);
+  if (!token_file.empty() && o->replication.etcd.empty()) {
+    return absl::InvalidArgumentError(
+        "--replication_token_file is for replicated servers (--etcd)");
+  }
+  absl::StatusOr<std::string> token = ps::ReadTokenFile(token_file);
+  if (!token.ok()) {
+    return absl::Status(
+        token.status().code(),
+        absl::StrCat("--replication_token_file: ", token.status().message()));
+  }
+  o->replication.token = *std::move(token);
   if (!o->replication.etcd.empty() && o->advertise_host.empty() &&
       (o->host == "0.0.0.0" || o->host == "::")) {
     return absl::InvalidArgumentError(

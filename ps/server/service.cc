@@ -42,6 +42,9 @@ absl::Status ParameterService::CheckForwardedCall(
     const grpc::CallbackServerContext& context, absl::string_view table,
     bool* in_copy) const {
   const auto& metadata = context.client_metadata();
+  if (absl::Status s = replicator_->CheckReplicationToken(metadata); !s.ok()) {
+    return s;
+  }
   auto text = [&](const char* key) {
     auto it = metadata.find(key);
     return it == metadata.end()

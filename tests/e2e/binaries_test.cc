@@ -261,6 +261,22 @@ TEST_F(BinariesTest, BenchFindsAReplicatedJobStartedElsewhereThroughEtcd) {
   EXPECT_NE(out.find("--etcd needs --num_servers"), std::string::npos) << out;
 }
 
+TEST_F(BinariesTest, ServerNamesABadReplicationTokenFlag) {
+  const std::string server =
+      SiblingBinary("shardps-server") + " --host=127.0.0.1";
+  std::string out;
+  EXPECT_NE(Run(server + " --replication_token_file=" + run_dir_ +
+                    "/missing.token --etcd=http://127.0.0.1:1",
+                &out),
+            0);
+  EXPECT_NE(out.find("--replication_token_file: "), std::string::npos) << out;
+  EXPECT_NE(out.find("missing.token"), std::string::npos) << out;
+  EXPECT_NE(
+      Run(server + " --replication_token_file=" + run_dir_ + "/any", &out), 0);
+  EXPECT_NE(out.find("is for replicated servers (--etcd)"), std::string::npos)
+      << out;
+}
+
 TEST_F(BinariesTest, BenchWithoutServersSaysWhatIsMissing) {
   std::string out;
   EXPECT_EQ(Run(SiblingBinary("shardps-bench"), &out), 1);

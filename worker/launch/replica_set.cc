@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "ps/coord/membership.h"
+#include "worker/launch/launch_run.h"
 
 namespace worker {
 
@@ -11,6 +12,8 @@ absl::StatusOr<std::unique_ptr<ReplicaSet>> ReplicaSet::Start(
     const std::string& run_dir, const std::string& host, int shards,
     int replicas) {
   std::unique_ptr<ReplicaSet> set(new ReplicaSet(shards, replicas));
+  set->token_file_ = run_dir + "/replication.token";
+  if (absl::Status s = WriteFreshToken(set->token_file_); !s.ok()) return s;
   ps::EtcdProcessOptions o;
   o.data_dir = run_dir + "/etcd";
   o.log_path = run_dir + "/etcd.log";
@@ -39,7 +42,8 @@ std::string ReplicaSet::Name(int process) const {
 std::vector<std::string> ReplicaSet::ServerArgs(int process) const {
   return {absl::StrCat("--etcd=", endpoint()),
           absl::StrCat("--shard=", shard(process)),
-          absl::StrCat("--replica=", replica(process))};
+          absl::StrCat("--replica=", replica(process)),
+          "--replication_token_file=" + token_file_};
 }
 
 absl::StatusOr<std::vector<std::string>> ReplicaSet::Primaries(

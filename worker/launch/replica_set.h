@@ -1,5 +1,7 @@
 // ReplicaSet: what shardps-launch --replicas=R adds to a run. It starts the
-// job's etcd (data and log in the run directory) and says where each
+// job's etcd (data and log in the run directory), writes the replicas' own
+// token (RUN_DIR/replication.token, given to servers only, so that a
+// worker cannot pose as a primary to a backup) and says where each
 // server process sits: process p is replica p / S of shard p % S, started
 // replica 0 of every shard first (each becomes its shard's primary) and the
 // others once every shard has a primary, so that they copy from it
@@ -50,6 +52,7 @@ class ReplicaSet {
 
   const int shards_;
   const int replicas_;
+  std::string token_file_;
   std::unique_ptr<ps::EtcdProcess> etcd_;
   std::unique_ptr<ps::EtcdClient> client_;
 };

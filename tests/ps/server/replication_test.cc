@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "proto/replication.grpc.pb.h"
 #include "proto/shardps.grpc.pb.h"
 #include "ps/coord/membership.h"
 #include "ps/server/server.h"
@@ -94,6 +95,7 @@ class ReplicationTest : public testutil::EtcdTest {
     o.replication.etcd = etcd_->endpoint();
     o.replication.shard = 0;
     o.replication.replica = replica;
+    o.replication.token = replication_token_;
     absl::StatusOr<std::unique_ptr<Server>> s = Server::Start(o);
     EXPECT_TRUE(s.ok()) << s.status();
     return s.ok() ? *std::move(s) : nullptr;
@@ -125,6 +127,9 @@ class ReplicationTest : public testutil::EtcdTest {
     EXPECT_TRUE(Stub(server)->Stats(&context, request, &response).ok());
     return response;
   }
+
+  // The replicas' own token for replicas started from now on.
+  std::string replication_token_;
 
   // Ends replica `replica`'s lease in etcd while its process lives on (a
   // pause or a partition longer than the lease).
@@ -411,6 +416,51 @@ TEST_F(ReplicationTest, AStalePrimaryCannotHaveAPushAcknowledged) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION)
       << s.error_message();
   EXPECT_NE(s.error_message().find("drop"), std::string::npos);
+}
+
+TEST_F(ReplicationTest, OnlyCallsWithTheReplicasTokenPoseAsThePrimary) {
+  // A job member holds the job's token, not the replicas' own: it must not
+  // get a push applied on a backup alone, nor copy the state as a replica.
+  replication_token_ = "replicas-only-secret";
+  std::unique_ptr<Server> a, b;
+  ASSERT_NO_FATAL_FAILURE(StartPrimaryAndBackup(&a, &b));  // a catch-up
+  shardps::PushResponse reply;
+  ASSERT_TRUE(Push(*a, PushOf(4, 1, 1.0f), &reply).ok());
+  EXPECT_EQ(Stats(*b).tables(0).version(), 1u);  // forwarded with it
+  const std::string epoch = absl::StrCat(Stats(*a).epoch());
+  for (const char* token : {"", "wrong"}) {
+    grpc::ClientContext context;
+    context.AddMetadata("x-shardps-epoch", epoch);
+    context.AddMetadata("x-shardps-position", "2");
+    if (*token != '\0') {
+      context.AddMetadata("x-shardps-replication-token", token);
+    }
+    const grpc::Status posed =
+        Stub(*b)->Push(&context, PushOf(4, 2, 50.0f), &reply);
+    EXPECT_EQ(posed.error_code(), grpc::StatusCode::UNAUTHENTICATED)
+        << token << ": " << posed.error_message();
+    EXPECT_NE(posed.error_message().find("--replication_token_file"),
+              std::string::npos);
+  }
+  EXPECT_EQ(Stats(*b).tables(0).version(), 1u);
+  grpc::ClientContext context;
+  shardps::CatchUpRequest request;
+  request.set_job(kJob);
+  request.set_shard(0);
+  request.set_address("127.0.0.1:1");
+  auto stub = shardps::Replication::NewStub(
+      grpc::CreateChannel(a->address(), grpc::InsecureChannelCredentials()));
+  shardps::CatchUpChunk chunk;
+  std::unique_ptr<grpc::ClientReader<shardps::CatchUpChunk>> reader =
+      stub->CatchUp(&context, request);
+  EXPECT_FALSE(reader->Read(&chunk));
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  // The chain itself still fails over with every push.
+  a.reset();
+  AwaitRole(*b, "primary");
+  std::vector<float> values;
+  ASSERT_TRUE(Pull(*b, &values).ok());
+  EXPECT_EQ(values, std::vector<float>(kKeys, 99.0f));
 }
 
 TEST_F(ReplicationTest, ASyncClockHalfGatheredSurvivesAFailover) {

@@ -137,6 +137,10 @@ TEST_F(LauncherTest, AReplicatedRunTrainsThroughThePrimaries) {
   EXPECT_NE(testutil::ReadFile(run + "/server-0-r0.log").find("primary"),
             std::string::npos);
   EXPECT_TRUE(std::filesystem::exists(run + "/etcd.log"));
+  // The replicas' own token, written for the servers only.
+  EXPECT_EQ(
+      std::filesystem::status(run + "/replication.token").permissions(),
+      std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
   testutil::ExpectNoProcessLeft(sum);
   // Elsewhere than this host, not yet.
   s = Launch({"--servers=1", "--replicas=2", "--cluster=ssh",
