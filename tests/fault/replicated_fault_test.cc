@@ -306,11 +306,10 @@ TableOptions SgdTable(const std::string& name) {
   return table;
 }
 
-TEST_F(ReplicatedFaultTest, TenKillsLoseNoAcknowledgedPushAndApplyNoneTwice) {
-  int64_t acknowledged[kWorkers] = {};
-  std::vector<float> values;
-  ASSERT_NO_FATAL_FAILURE(
-      TrainThroughKills(SgdTable("w"), acknowledged, &values));
+// Each push applied once, as it came: the values are minus every
+// acknowledged gradient (async and ssp tables).
+void ExpectEveryPushOnce(const int64_t* acknowledged,
+                         const std::vector<float>& values) {
   // Exactly the acknowledged gradients, once each.
   float expect = 0;
   for (int w = 0; w < kWorkers; ++w) {
@@ -320,6 +319,26 @@ TEST_F(ReplicatedFaultTest, TenKillsLoseNoAcknowledgedPushAndApplyNoneTwice) {
     ASSERT_EQ(values[k], expect) << "key " << k << " after " << acknowledged[0]
                                  << " + " << acknowledged[1] << " pushes";
   }
+}
+
+TEST_F(ReplicatedFaultTest, TenKillsLoseNoAcknowledgedPushAndApplyNoneTwice) {
+  int64_t acknowledged[kWorkers] = {};
+  std::vector<float> values;
+  ASSERT_NO_FATAL_FAILURE(
+      TrainThroughKills(SgdTable("w"), acknowledged, &values));
+  ExpectEveryPushOnce(acknowledged, values);
+}
+
+TEST_F(ReplicatedFaultTest, AnSspTableLosesNoPushThroughTenKills) {
+  TableOptions table = SgdTable("ssp");
+  table.consistency.set_mode(shardps::CONSISTENCY_SSP);
+  table.consistency.set_num_workers(kWorkers);
+  table.consistency.set_staleness(2);
+  table.consistency.set_straggler_timeout_seconds(60);
+  int64_t acknowledged[kWorkers] = {};
+  std::vector<float> values;
+  ASSERT_NO_FATAL_FAILURE(TrainThroughKills(table, acknowledged, &values));
+  ExpectEveryPushOnce(acknowledged, values);
 }
 
 TEST_F(ReplicatedFaultTest, ASyncTableLosesNoClockThroughTenKills) {
