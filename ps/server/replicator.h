@@ -25,10 +25,15 @@
 //   UNAVAILABLE ("catching up") and retried by the primary; those already
 //   in the copied state (from the primary copied, of a position at or below
 //   the copy's admitted pushes) are acknowledged without being applied
-//   again. One that finds the shard held by nobody (no
-//   primary, no ready replica) claims it (ServerMembership::
-//   ClaimFreshShard): of replicas starting at once, one becomes the
-//   primary and the others copy from it like any joining replica.
+//   again. One that finds the shard held by nobody (no primary, no ready
+//   replica) claims it (ServerMembership::ClaimFreshShard): of replicas
+//   starting at once, one becomes the primary and the others copy from it
+//   like any joining replica. One that lost its place in etcd while alive
+//   (its lease ended) copies the shard again, replacing what it holds,
+//   before it is ready again (CatchUpAgain).
+// - With ReplicationOptions::token, forwarded calls and catch-ups must
+//   carry it (UNAUTHENTICATED otherwise): the job's token alone does not
+//   make a caller a primary.
 // - With checkpoints (--checkpoint_dir), a replica restores its own before
 //   Start: copying from a primary replaces it; a replica that claims a
 //   shard held by nobody (every replica had died) serves it.
@@ -37,8 +42,12 @@
 //   order the worker made them: a worker waits for one clock's acks before
 //   the next). Pulls wait on the primary only; a primary that loses its
 //   place ends its waiting pulls UNAVAILABLE, so that clients retry on the
-//   new one. The straggler policy drop is refused (FAILED_PRECONDITION): a
-//   primary's decision to drop a worker is not forwarded yet.
+//   new one. After a failover the new primary may lack pushes the old one
+//   took without acknowledging them and let other workers pull past: a
+//   sync push one clock ahead is then UNAVAILABLE, retried until those
+//   pushes' retries complete the clock (TableSettings::replicated). The
+//   straggler policy drop is refused (FAILED_PRECONDITION): a primary's
+//   decision to drop a worker is not forwarded yet.
 //
 // Thread-safety: all methods are safe to call concurrently.
 #ifndef SHARDPS_PS_SERVER_REPLICATOR_H_
