@@ -59,9 +59,13 @@ absl::Status CheckOptions(const ClientOptions& o) {
   if (o.etcd.empty() && o.server_addrs.empty()) {
     return absl::InvalidArgumentError("client needs at least one server");
   }
-  if (!o.etcd.empty() && (!o.server_addrs.empty() || o.num_shards < 1)) {
+  if (!o.etcd.empty() &&
+      (o.num_shards < 1 ||
+       (!o.server_addrs.empty() &&
+        o.server_addrs.size() != static_cast<size_t>(o.num_shards)))) {
     return absl::InvalidArgumentError(
-        "with etcd the client takes num_shards >= 1 and no server_addrs");
+        "with etcd the client takes num_shards >= 1, and server_addrs only "
+        "as num_shards primaries to start with while etcd is away");
   }
   if (o.job.empty() || o.job.size() > 128) {
     return absl::InvalidArgumentError("job must have 1 to 128 characters");
@@ -157,6 +161,14 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
 }
 
 int Client::num_servers() const { return conns_->size(); }
+std::vector<std::string> Client::ServerAddresses() const {
+  std::vector<std::string> addresses;
+  for (int s = 0; s < conns_->size(); ++s) {
+    addresses.push_back(conns_->server(s).address);
+  }
+  return addresses;
+}
+
 uint64_t Client::push_bytes() const { return conns_->push_bytes(); }
 uint64_t Client::pull_bytes() const { return conns_->pull_bytes(); }
 

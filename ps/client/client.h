@@ -50,7 +50,10 @@ struct ClientOptions {
   // (http://host:port) and its shard count, instead of server_addrs. Each
   // shard's calls go to its primary, followed in etcd as it changes (a call
   // to a primary that died is retried on the next one); while etcd is away
-  // the calls keep going where they went.
+  // the calls keep going where they went. With etcd, server_addrs may name
+  // num_shards primaries to start with when etcd cannot be read at start
+  // (a process joining while etcd is away, told the primaries by one that
+  // knows them); they are followed in etcd once it answers.
   std::string etcd;
   int num_shards = 0;
   std::string job = "default";
@@ -110,6 +113,9 @@ class Client {
   ~Client();
 
   int num_servers() const;
+  // Where each shard's calls go now: server_addrs, or with etcd each
+  // shard's primary as last seen.
+  std::vector<std::string> ServerAddresses() const;
   const ClientOptions& options() const { return options_; }
 
   // Waits until every server's health service answers SERVING; the error

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "ps/base/log.h"
 #include "ps/client/client.h"
 #include "ps/wire/grpc_status.h"
@@ -76,6 +77,17 @@ absl::StatusOr<std::unique_ptr<Connections>> Connections::Open(
   if (!client.ok()) return client.status();
   conns->etcd_ = *std::move(client);
   absl::StatusOr<int64_t> revision = conns->AwaitPrimaries();
+  if (!revision.ok() && absl::IsUnavailable(revision.status()) &&
+      !options.server_addrs.empty()) {
+    // etcd is away: start with the primaries given (no failover can happen
+    // meanwhile) and follow etcd once it answers.
+    Logf(options.log, "%s; starting with the primaries given (%s)",
+         revision.status().message(), absl::StrJoin(options.server_addrs, ","));
+    for (int s = 0; s < conns->num_shards_; ++s) {
+      conns->shards_[s].store(conns->ConnTo(options.server_addrs[s]));
+    }
+    revision = 0;
+  }
   if (!revision.ok()) return revision.status();
   conns->follower_ =
       std::thread([c = conns.get(), r = *revision] { c->Follow(r); });

@@ -78,7 +78,7 @@ class Run {
     Progress("servers healthy");
     if (absl::Status s = StartWorkers(); !s.ok()) return s;
     if (absl::Status s = Monitor(); !s.ok()) return s;
-    absl::Status evaluated = EvaluateFinalModel();
+    absl::Status evaluated = EvaluateFinalModel(**client);
     RecordServerStats(**client);
     return evaluated;
   }
@@ -234,13 +234,8 @@ class Run {
                                    stats.status().ToString()));
       return;
     }
-    std::vector<std::string> addresses = addrs_;
-    if (replicas_ != nullptr) {
-      // Stats came from the shards' primaries.
-      absl::StatusOr<std::vector<std::string>> primaries =
-          replicas_->Primaries(o_.job);
-      if (primaries.ok()) addresses = *std::move(primaries);
-    }
+    // Where the statistics came from (with replicas, the shards' primaries).
+    const std::vector<std::string> addresses = client.ServerAddresses();
     for (size_t i = 0; i < stats->size(); ++i) {
       shardps::ServerSummary* server = summary_.add_per_server();
       server->set_index(static_cast<int>(i));
@@ -320,10 +315,17 @@ class Run {
   // others may push after that. This evaluates what the servers hold at the
   // end, from rank 0's host. A failed evaluation is reported, not fatal:
   // the training itself succeeded.
-  absl::Status EvaluateFinalModel() {
+  // `client`: the launcher's own, whose primaries the evaluation starts
+  // with if etcd is away (training went on without it; a new process
+  // cannot read the layout then).
+  absl::Status EvaluateFinalModel(const ps::Client& client) {
     summary_.set_final_test_accuracy(-1);
     std::vector<std::string> argv = WorkerArgv(0, "evaluate");
     argv.push_back("--evaluate_only");
+    if (replicas_ != nullptr) {
+      argv.push_back("--server_addrs=" +
+                     absl::StrJoin(client.ServerAddresses(), ","));
+    }
     const std::string log = o_.run_dir + "/evaluate.log";
     absl::StatusOr<std::unique_ptr<ps::ChildProcess>> p =
         ps::ChildProcess::Start("evaluate", CommandAt(o_.worker_hosts[0], argv),

@@ -46,17 +46,6 @@ std::vector<std::string> ReplicaSet::ServerArgs(int process) const {
           "--replication_token_file=" + token_file_};
 }
 
-absl::StatusOr<std::vector<std::string>> ReplicaSet::Primaries(
-    const std::string& job) const {
-  absl::StatusOr<ps::JobLayout> layout = ps::ReadLayout(*client_, job, shards_);
-  if (!layout.ok()) return layout.status();
-  std::vector<std::string> primaries;
-  for (const ps::ShardLayout& s : layout->shards) {
-    primaries.push_back(s.epoch != 0 ? s.primary_address : "");
-  }
-  return primaries;
-}
-
 absl::Status ReplicaSet::AwaitPrimaries(const std::string& job,
                                         absl::Duration timeout) const {
   return ps::AwaitPrimaries(*client_, job, shards_, timeout).status();

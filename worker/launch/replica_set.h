@@ -43,9 +43,6 @@ class ReplicaSet {
   // Waits until every shard of `job` has a primary.
   absl::Status AwaitPrimaries(const std::string& job,
                               absl::Duration timeout) const;
-  // Every shard's primary now, in shard order.
-  absl::StatusOr<std::vector<std::string>> Primaries(
-      const std::string& job) const;
 
  private:
   ReplicaSet(int shards, int replicas) : shards_(shards), replicas_(replicas) {}

@@ -24,8 +24,9 @@ ABSL_FLAG(int, num_servers, 0,
           "Server count for a {i} --server_addrs; with --etcd, the job's "
           "shard count.");
 ABSL_FLAG(std::string, etcd, "",
-          "Replicated servers: http://host:port of the job's etcd, instead "
-          "of --server_addrs; each shard's calls go to its primary.");
+          "Replicated servers: http://host:port of the job's etcd; each "
+          "shard's calls go to its primary. --server_addrs may then name "
+          "the primaries to start with if etcd cannot be read at start.");
 ABSL_FLAG(std::string, job, "default", "Job id the servers were started with.");
 ABSL_FLAG(int, rank, -1,
           "This worker's rank; -1 takes it from SLURM_PROCID, "
@@ -142,15 +143,18 @@ absl::StatusOr<ps::ClientOptions> ClientOptionsFromFlags(int rank) {
   ps::ClientOptions co;
   co.etcd = absl::GetFlag(FLAGS_etcd);
   absl::StatusOr<std::vector<std::string>> addrs = std::vector<std::string>();
-  if (co.etcd.empty()) {
+  if (co.etcd.empty() || !absl::GetFlag(FLAGS_server_addrs).empty()) {
     addrs = ps::ParseServerAddrs(absl::GetFlag(FLAGS_server_addrs),
                                  absl::GetFlag(FLAGS_num_servers));
     if (!addrs.ok()) return FlagError("--server_addrs", addrs.status());
-  } else if (absl::GetFlag(FLAGS_num_servers) < 1 ||
-             !absl::GetFlag(FLAGS_server_addrs).empty()) {
+  }
+  if (!co.etcd.empty() &&
+      (absl::GetFlag(FLAGS_num_servers) < 1 ||
+       (!addrs->empty() && addrs->size() != static_cast<size_t>(absl::GetFlag(
+                                                FLAGS_num_servers))))) {
     return absl::InvalidArgumentError(
-        "--etcd takes --num_servers (the shard count) and no "
-        "--server_addrs");
+        "--etcd takes --num_servers (the shard count), and --server_addrs "
+        "only as that many primaries to start with while etcd is away");
   }
   co.num_shards = absl::GetFlag(FLAGS_num_servers);
   absl::StatusOr<ps::WireEncodings> encodings =

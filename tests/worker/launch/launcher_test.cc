@@ -151,6 +151,47 @@ TEST_F(LauncherTest, AReplicatedRunTrainsThroughThePrimaries) {
       << testutil::ReadFile(dir_ + "/launch.log");
 }
 
+TEST_F(LauncherTest, AReplicatedRunOutlivesItsEtcd) {
+  if (!testutil::HaveEtcd()) {
+    GTEST_SKIP() << testutil::kEtcd
+                 << " is missing (deploy/install-deps.sh installs etcd-server)";
+  }
+  // etcd dies once training runs: training goes on with the primaries it
+  // has, and the final evaluation, a process started after etcd died,
+  // starts with the primaries the launcher knows.
+  const std::string run = dir_ + "/run";
+  std::unique_ptr<ps::ChildProcess> p = testutil::StartLaunch(
+      {"--servers=2", "--replicas=2", "--workers=2", "--run_dir=" + run,
+       "--data=" + dir_ + "/data", "--", "--model=mlp:16-8-3", "--batch=32",
+       "--max_steps=400", "--emulate_compute_ms=5"},
+      dir_ + "/launch.log");
+  ASSERT_NE(p, nullptr);
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  // Its header and a first step.
+  auto steps = [&] {
+    const std::string csv = testutil::ReadFile(run + "/metrics-0.csv");
+    return std::count(csv.begin(), csv.end(), '\n');
+  };
+  while (absl::Now() < deadline && steps() < 2) {
+    absl::SleepFor(absl::Milliseconds(20));  // polling interval
+  }
+  // (etc[d]: the pattern must not match the shell running pkill.)
+  auto [code, out] =
+      testutil::Shell("pkill -KILL -f 'data-dir=" + run + "/etc[d]'");
+  ASSERT_EQ(code, 0) << "no etcd to kill: " << out;
+  const absl::Status s = p->Wait(absl::Now() + absl::Seconds(120));
+  ASSERT_TRUE(s.ok()) << s << testutil::ReadFile(dir_ + "/launch.log");
+  const shardps::RunSummary sum = testutil::ReadRunSummary(run);
+  EXPECT_TRUE(sum.ok()) << sum.error();
+  EXPECT_GE(sum.final_test_accuracy(), 0.0)
+      << testutil::ReadFile(run + "/evaluate.log");
+  EXPECT_NE(testutil::ReadFile(run + "/evaluate.log")
+                .find("starting with the primaries given"),
+            std::string::npos)
+      << testutil::ReadFile(run + "/evaluate.log");
+  testutil::ExpectNoProcessLeft(sum);
+}
+
 TEST_F(LauncherTest, AMutualTlsRunRecordsEveryServer) {
   // Servers serve mutual TLS (--server_flags); the launcher's --tls_* are
   // the client side's: its own health checks and statistics and every
