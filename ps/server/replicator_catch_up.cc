@@ -108,6 +108,14 @@ grpc::ServerWriteReactor<shardps::CatchUpChunk>* Replicator::CatchUp(
         "this is shard ", options_.shard, " of job '", job_, "'")));
   }
   if (absl::Status s = CheckPrimary(); !s.ok()) return new CatchUpWriter(s);
+  // Only a registered replica becomes a forwarding target: any other
+  // address would cost every push a failed forward, or, answering errors,
+  // fail them.
+  if (!Registered(request->address())) {
+    return new CatchUpWriter(absl::FailedPreconditionError(
+        absl::StrCat(request->address(), " is not a replica of shard ",
+                     options_.shard, " in etcd")));
+  }
   {
     // From now on every push is forwarded to it: one applied before a
     // table's snapshot below is in it, one applied after is forwarded.

@@ -455,6 +455,18 @@ TEST_F(ReplicationTest, OnlyCallsWithTheReplicasTokenPoseAsThePrimary) {
       stub->CatchUp(&context, request);
   EXPECT_FALSE(reader->Read(&chunk));
   EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  // With the token, only a replica registered in etcd may copy (and so
+  // become a forwarding target).
+  grpc::ClientContext registered_context;
+  registered_context.AddMetadata("x-shardps-replication-token",
+                                 "replicas-only-secret");
+  reader = stub->CatchUp(&registered_context, request);
+  EXPECT_FALSE(reader->Read(&chunk));
+  const grpc::Status stranger = reader->Finish();
+  EXPECT_EQ(stranger.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(stranger.error_message().find("is not a replica of shard 0"),
+            std::string::npos)
+      << stranger.error_message();
   // The chain itself still fails over with every push.
   a.reset();
   AwaitRole(*b, "primary");
