@@ -140,6 +140,17 @@ class ReplicationTest : public testutil::EtcdTest {
     ASSERT_TRUE(client_->RevokeLease(key->kvs(0).lease()).ok());
   }
 
+  // Stops `*dying` (the primary), waits until `survivor` takes over and
+  // expects every key of "w" there to be `value`.
+  void ExpectFailoverKeeps(std::unique_ptr<Server>* dying,
+                           const Server& survivor, float value) {
+    dying->reset();
+    AwaitRole(survivor, "primary");
+    std::vector<float> values;
+    ASSERT_TRUE(Pull(survivor, &values).ok());
+    EXPECT_EQ(values, std::vector<float>(kKeys, value));
+  }
+
   // Waits until `server` reports `role`.
   static void AwaitRole(const Server& server, const std::string& role) {
     const absl::Time deadline = absl::Now() + absl::Seconds(10);
@@ -212,11 +223,7 @@ TEST_F(ReplicationTest, ReplicasStartingAtOnceElectOnePrimaryTheOtherCopies) {
   ASSERT_TRUE(CreateTable(*servers[primary]).ok());
   shardps::PushResponse reply;
   ASSERT_TRUE(Push(*servers[primary], PushOf(3, 1, 2.0f), &reply).ok());
-  servers[primary].reset();
-  AwaitRole(*servers[backup], "primary");
-  std::vector<float> values;
-  ASSERT_TRUE(Pull(*servers[backup], &values).ok());
-  EXPECT_EQ(values, std::vector<float>(kKeys, 98.0f));
+  ExpectFailoverKeeps(&servers[primary], *servers[backup], 98.0f);
 }
 
 TEST_F(ReplicationTest, EveryAcknowledgedPushSurvivesEachReplicaInTurn) {
@@ -312,11 +319,7 @@ TEST_F(ReplicationTest, ReplicasThatLoseTheirLeaseWhileAliveCopyTheShardAgain) {
   AwaitRole(*servers[0], "backup");
   for (int i = 0; i < 4; ++i) push_to(1);
   // Each holds every push: the other can die now.
-  servers[1].reset();
-  AwaitRole(*servers[0], "primary");
-  std::vector<float> values;
-  ASSERT_TRUE(Pull(*servers[0], &values).ok());
-  EXPECT_EQ(values, std::vector<float>(kKeys, 100.0f - 9));
+  ExpectFailoverKeeps(&servers[1], *servers[0], 100.0f - 9);
 }
 
 TEST_F(ReplicationTest, WhenEveryReplicaDiedTheFirstBackServesItsCheckpoint) {
@@ -386,11 +389,7 @@ TEST_F(ReplicationTest, PushesGoOnWhileEtcdIsAway) {
   held.reset();
   etcd_ = testutil::StartEtcd(dir_.path(), ports.client_port, ports.peer_port);
   ASSERT_NE(etcd_, nullptr);
-  a.reset();
-  AwaitRole(*b, "primary");
-  std::vector<float> values;
-  ASSERT_TRUE(Pull(*b, &values).ok());
-  EXPECT_EQ(values, std::vector<float>(kKeys, 96.0f));
+  ExpectFailoverKeeps(&a, *b, 96.0f);
 }
 
 TEST_F(ReplicationTest, AStalePrimaryCannotHaveAPushAcknowledged) {
@@ -468,11 +467,7 @@ TEST_F(ReplicationTest, OnlyCallsWithTheReplicasTokenPoseAsThePrimary) {
             std::string::npos)
       << stranger.error_message();
   // The chain itself still fails over with every push.
-  a.reset();
-  AwaitRole(*b, "primary");
-  std::vector<float> values;
-  ASSERT_TRUE(Pull(*b, &values).ok());
-  EXPECT_EQ(values, std::vector<float>(kKeys, 99.0f));
+  ExpectFailoverKeeps(&a, *b, 99.0f);
 }
 
 TEST_F(ReplicationTest, ASyncClockHalfGatheredSurvivesAFailover) {
