@@ -65,9 +65,7 @@ absl::StatusOr<std::unique_ptr<Connections>> Connections::Open(
   conns->shards_ =
       std::make_unique<std::atomic<ServerConn*>[]>(conns->num_shards_);
   if (options.etcd.empty()) {
-    for (int s = 0; s < conns->num_shards_; ++s) {
-      conns->shards_[s].store(conns->ConnTo(options.server_addrs[s]));
-    }
+    conns->UseAddresses(options.server_addrs);
     return conns;
   }
   EtcdOptions etcd;
@@ -83,15 +81,17 @@ absl::StatusOr<std::unique_ptr<Connections>> Connections::Open(
     // meanwhile) and follow etcd once it answers.
     Logf(options.log, "%s; starting with the primaries given (%s)",
          revision.status().message(), absl::StrJoin(options.server_addrs, ","));
-    for (int s = 0; s < conns->num_shards_; ++s) {
-      conns->shards_[s].store(conns->ConnTo(options.server_addrs[s]));
-    }
+    conns->UseAddresses(options.server_addrs);
     revision = 0;
   }
   if (!revision.ok()) return revision.status();
   conns->follower_ =
       std::thread([c = conns.get(), r = *revision] { c->Follow(r); });
   return conns;
+}
+
+void Connections::UseAddresses(const std::vector<std::string>& addresses) {
+  for (int s = 0; s < num_shards_; ++s) shards_[s].store(ConnTo(addresses[s]));
 }
 
 ServerConn* Connections::ConnTo(const std::string& address) {

@@ -99,6 +99,8 @@ class Connections {
 
   // The connection to `address`, made on first use.
   ServerConn* ConnTo(const std::string& address);
+  // Shard s's calls go to addresses[s] (num_shards_ of them).
+  void UseAddresses(const std::vector<std::string>& addresses);
   // Points every shard that has a primary in `layout` at it.
   void Apply(const JobLayout& layout);
   // Reads the layout until every shard has a primary (up to the client's

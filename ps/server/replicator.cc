@@ -261,12 +261,8 @@ absl::Status Replicator::CheckPrimary() const {
 
 absl::Status Replicator::CheckReplicationToken(
     const std::multimap<grpc::string_ref, grpc::string_ref>& metadata) const {
-  if (options_.token.empty()) return absl::OkStatus();
-  auto it = metadata.find(kReplicationTokenMetadataKey);
-  if (it != metadata.end() &&
-      ConstantTimeEquals(
-          options_.token,
-          absl::string_view(it->second.data(), it->second.size()))) {
+  if (options_.token.empty() ||
+      MetadataHolds(metadata, kReplicationTokenMetadataKey, options_.token)) {
     return absl::OkStatus();
   }
   return absl::UnauthenticatedError(

@@ -123,20 +123,26 @@ bool ConstantTimeEquals(absl::string_view want, absl::string_view got) {
   return diff == 0;
 }
 
+bool MetadataHolds(
+    const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
+    absl::string_view key, absl::string_view value) {
+  auto it = metadata.find(grpc::string_ref(key.data(), key.size()));
+  return it != metadata.end() &&
+         ConstantTimeEquals(
+             value, absl::string_view(it->second.data(), it->second.size()));
+}
+
 absl::Status CheckAuthorization(
     const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
     absl::string_view token) {
-  if (token.empty()) return absl::OkStatus();
-  auto it = metadata.find(kAuthMetadataKey);
-  if (it != metadata.end() &&
-      ConstantTimeEquals(
-          BearerValue(token),
-          absl::string_view(it->second.data(), it->second.size()))) {
+  if (token.empty() ||
+      MetadataHolds(metadata, kAuthMetadataKey, BearerValue(token))) {
     return absl::OkStatus();
   }
   return absl::UnauthenticatedError(
-      it == metadata.end() ? "this server needs the job's auth token"
-                           : "wrong auth token");
+      metadata.find(kAuthMetadataKey) == metadata.end()
+          ? "this server needs the job's auth token"
+          : "wrong auth token");
 }
 
 }  // namespace ps

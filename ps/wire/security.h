@@ -61,6 +61,12 @@ absl::Status CheckExposure(absl::string_view host, const TlsFiles& tls,
 // Whether `got` equals `want`, in time that depends only on their lengths.
 bool ConstantTimeEquals(absl::string_view want, absl::string_view got);
 
+// Whether the call's metadata holds `value` under `key` (compared in
+// constant time).
+bool MetadataHolds(
+    const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
+    absl::string_view key, absl::string_view value);
+
 // A server's check of a call's client metadata: OK when `token` is empty or
 // the call carries it as a bearer token (compared in constant time);
 // UNAUTHENTICATED otherwise, saying nothing about the expected token.

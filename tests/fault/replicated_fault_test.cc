@@ -329,12 +329,20 @@ TEST_F(ReplicatedFaultTest, TenKillsLoseNoAcknowledgedPushAndApplyNoneTwice) {
   ExpectEveryPushOnce(acknowledged, values);
 }
 
-TEST_F(ReplicatedFaultTest, AnSspTableLosesNoPushThroughTenKills) {
-  TableOptions table = SgdTable("ssp");
-  table.consistency.set_mode(shardps::CONSISTENCY_SSP);
+// SgdTable under `mode`, a barrier of the kWorkers workers (straggler
+// policy fail, far beyond any failover).
+TableOptions BarrierTable(const std::string& name,
+                          shardps::ConsistencyMode mode) {
+  TableOptions table = SgdTable(name);
+  table.consistency.set_mode(mode);
   table.consistency.set_num_workers(kWorkers);
-  table.consistency.set_staleness(2);
   table.consistency.set_straggler_timeout_seconds(60);
+  return table;
+}
+
+TEST_F(ReplicatedFaultTest, AnSspTableLosesNoPushThroughTenKills) {
+  TableOptions table = BarrierTable("ssp", shardps::CONSISTENCY_SSP);
+  table.consistency.set_staleness(2);
   int64_t acknowledged[kWorkers] = {};
   std::vector<float> values;
   ASSERT_NO_FATAL_FAILURE(TrainThroughKills(table, acknowledged, &values));
@@ -342,10 +350,7 @@ TEST_F(ReplicatedFaultTest, AnSspTableLosesNoPushThroughTenKills) {
 }
 
 TEST_F(ReplicatedFaultTest, ASyncTableLosesNoClockThroughTenKills) {
-  TableOptions table = SgdTable("bsp");
-  table.consistency.set_mode(shardps::CONSISTENCY_SYNC);
-  table.consistency.set_num_workers(kWorkers);
-  table.consistency.set_straggler_timeout_seconds(60);
+  const TableOptions table = BarrierTable("bsp", shardps::CONSISTENCY_SYNC);
   int64_t acknowledged[kWorkers] = {};
   std::vector<float> values;
   ASSERT_NO_FATAL_FAILURE(TrainThroughKills(table, acknowledged, &values));

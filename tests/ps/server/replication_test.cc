@@ -43,10 +43,8 @@ shardps::PushRequest PushOf(uint64_t session, uint64_t sequence, float g) {
   return push;
 }
 
-// A sync table of `workers` workers (straggler policy fail), SGD lr 1,
-// every value 100.
-shardps::CreateTableRequest SyncSpec(const std::string& name,
-                                     uint32_t workers) {
+// An async table of kKeys keys on one shard, SGD lr 1, every value 100.
+shardps::CreateTableRequest AsyncSpec(const std::string& name) {
   shardps::CreateTableRequest spec;
   spec.set_job(kJob);
   spec.set_table(name);
@@ -56,6 +54,13 @@ shardps::CreateTableRequest SyncSpec(const std::string& name,
   spec.mutable_optimizer()->set_learning_rate(1.0f);
   spec.mutable_init()->set_kind("constant");
   spec.mutable_init()->set_value(100.0f);
+  return spec;
+}
+
+// The same under sync, of `workers` workers (straggler policy fail).
+shardps::CreateTableRequest SyncSpec(const std::string& name,
+                                     uint32_t workers) {
+  shardps::CreateTableRequest spec = AsyncSpec(name);
   spec.mutable_consistency()->set_mode(shardps::CONSISTENCY_SYNC);
   spec.mutable_consistency()->set_num_workers(workers);
   spec.mutable_consistency()->set_straggler_timeout_seconds(60);
@@ -184,18 +189,9 @@ class ReplicationTest : public testutil::EtcdTest {
   }
 
   static grpc::Status CreateTable(const Server& server) {
-    shardps::CreateTableRequest spec;
-    spec.set_job(kJob);
-    spec.set_table("w");
-    spec.set_num_params(kKeys);
-    spec.set_num_shards(1);
-    spec.mutable_optimizer()->set_name("sgd");
-    spec.mutable_optimizer()->set_learning_rate(1.0f);
-    spec.mutable_init()->set_kind("constant");
-    spec.mutable_init()->set_value(100.0f);
     grpc::ClientContext context;
     shardps::CreateTableResponse response;
-    return Stub(server)->CreateTable(&context, spec, &response);
+    return Stub(server)->CreateTable(&context, AsyncSpec("w"), &response);
   }
 };
 
