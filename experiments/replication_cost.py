@@ -13,6 +13,7 @@ and written to experiments/results/replication/.
 
   sudo python3 experiments/replication_cost.py [--link=1gbit]
       [--params=1000000,10000000] [--seconds=5] [--repeats=3]
+      [--chunk_kb=0 (each client's default)]
 """
 import argparse
 import json
@@ -139,8 +140,9 @@ def main():
     ap.add_argument("--workers", default="1,2",
                     help="client threads, each a ps::Client of its own")
     ap.add_argument("--seconds", type=float, default=5)
-    ap.add_argument("--chunk_kb", type=int, default=1024,
-                    help="the client's chunk size (shardps-bench --chunk_kb)")
+    ap.add_argument("--chunk_kb", type=int, default=0,
+                    help="the client's chunk size (shardps-bench --chunk_kb); "
+                    "0: each client's default (smaller when replicated)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--subnet", default="10.214")
     ap.add_argument("--out",
@@ -171,6 +173,7 @@ def main():
                 runs[2].append(bench(c, args, params, workers, replicated))
             row = {"params": params, "workers": workers}
             for r in (1, 2):
+                row[f"r{r}_chunk_kb"] = runs[r][0]["push_chunk_kb"]
                 for key in ("push_MBps", "pull_MBps", "push_p50_ms"):
                     row[f"r{r}_{key}"] = statistics.median(
                         x[key] for x in runs[r])
@@ -182,7 +185,9 @@ def main():
         c.down()
         shutil.rmtree(work, ignore_errors=True)
     os.makedirs(args.out, exist_ok=True)
-    lines = [f"links {args.link} each way, chunks of {args.chunk_kb} KiB, "
+    chunks = (f"push chunks of {rows[0]['r1_chunk_kb']} KiB (R=1) and "
+              f"{rows[0]['r2_chunk_kb']} KiB (R=2)")
+    lines = [f"links {args.link} each way, {chunks}, "
              f"{args.repeats} runs of "
              f"{args.seconds} s each, medians (MB/s of float32 parameters)",
              "| params | workers | R=1 push | R=2 push | push R=2/R=1 | R=1 pull | "
@@ -197,7 +202,8 @@ def main():
             f"{r['r2_push_p50_ms']:.1f} |")
     text = "\n".join(lines) + "\n"
     print(text, end="")
-    name = f"cost-{args.link}-chunk{args.chunk_kb}k.md"
+    chunk = f"{args.chunk_kb}k" if args.chunk_kb else "default"
+    name = f"cost-{args.link}-chunk{chunk}.md"
     with open(os.path.join(args.out, name), "w") as f:
         f.write(text)
 

@@ -229,27 +229,31 @@ absl::StatusOr<Measured> Measure(Clients& clients,
   return m;
 }
 
-void Print(const BenchOptions& o, int servers, const Measured& m) {
+// `client`: the clients' options, with the chunk sizes they chose.
+void Print(const BenchOptions& o, int servers, const ClientOptions& client,
+           const Measured& m) {
+  const size_t push_kb = client.push_chunk_bytes >> 10;
+  const size_t pull_kb = client.chunk_bytes >> 10;
   if (o.json) {
     absl::PrintF(
         "{\"servers\":%d,\"replicas\":%d,\"workers\":%d,\"params\":%d,"
-        "\"compression\":\"%s\","
+        "\"compression\":\"%s\",\"push_chunk_kb\":%d,\"pull_chunk_kb\":%d,"
         "\"push_MBps\":%.1f,\"pull_MBps\":%.1f,\"push_wire_MBps\":%.1f,"
         "\"pull_wire_MBps\":%.1f,\"push_p50_ms\":%.3f,\"push_p99_ms\":%.3f,"
         "\"pull_p50_ms\":%.3f,\"pull_p99_ms\":%.3f}\n",
-        servers, o.replicas, o.workers, o.params, o.compression, m.push.mbps,
-        m.pull.mbps, m.push_wire_mbps, m.pull_wire_mbps, m.push.p50_ms,
-        m.push.p99_ms, m.pull.p50_ms, m.pull.p99_ms);
+        servers, o.replicas, o.workers, o.params, o.compression, push_kb,
+        pull_kb, m.push.mbps, m.pull.mbps, m.push_wire_mbps, m.pull_wire_mbps,
+        m.push.p50_ms, m.push.p99_ms, m.pull.p50_ms, m.pull.p99_ms);
     return;
   }
   absl::PrintF(
-      "servers=%d replicas=%d workers=%d params=%d compression=%s (MB/s of "
-      "float32 "
-      "parameters; on the wire in brackets)\n"
+      "servers=%d replicas=%d workers=%d params=%d compression=%s "
+      "chunks push=%d pull=%d KiB (MB/s of float32 parameters; on the wire "
+      "in brackets)\n"
       "  push %8.1f MB/s (%.1f)  p50 %.3f ms  p99 %.3f ms\n"
       "  pull %8.1f MB/s (%.1f)  p50 %.3f ms  p99 %.3f ms\n",
-      servers, o.replicas, o.workers, o.params, o.compression, m.push.mbps,
-      m.push_wire_mbps, m.push.p50_ms, m.push.p99_ms, m.pull.mbps,
+      servers, o.replicas, o.workers, o.params, o.compression, push_kb, pull_kb,
+      m.push.mbps, m.push_wire_mbps, m.push.p50_ms, m.push.p99_ms, m.pull.mbps,
       m.pull_wire_mbps, m.pull.p50_ms, m.pull.p99_ms);
 }
 
@@ -290,7 +294,7 @@ absl::Status RunBench(BenchOptions options) {
                   ? static_cast<int>(options.client.server_addrs.size())
                   : options.client.num_shards;
   }
-  Print(options, servers, *measured);
+  Print(options, servers, clients->front()->options(), *measured);
   clients->clear();
   return spawned.Stop();
 }

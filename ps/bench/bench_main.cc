@@ -31,7 +31,9 @@ ABSL_FLAG(int64_t, params, 1000000, "Table size in float32 parameters.");
 ABSL_FLAG(double, seconds, 5, "Seconds of pushing, then of pulling.");
 ABSL_FLAG(bool, json, false, "Print one JSON line per run.");
 ABSL_FLAG(std::string, job, "bench", "Job id (spawned servers get it too).");
-ABSL_FLAG(int, chunk_kb, 1024, "Client chunk size in KiB.");
+ABSL_FLAG(int, chunk_kb, 0,
+          "Client chunk size in KiB; 0: 1024, and pushes 256 with --etcd or "
+          "--replicas > 1.");
 ABSL_FLAG(int, channels_per_server, 2, "TCP connections per server.");
 ABSL_FLAG(int, inflight, 4, "Chunk calls in flight per server.");
 ABSL_FLAG(std::string, compression, "none",
@@ -78,6 +80,9 @@ absl::StatusOr<ps::BenchOptions> BenchOptionsFromFlags() {
   o.client.pull_encoding = encodings->pull;
   o.client.push_encoding = encodings->push;
   o.client.job = absl::GetFlag(FLAGS_job);
+  if (absl::GetFlag(FLAGS_chunk_kb) < 0) {
+    return absl::InvalidArgumentError("--chunk_kb must be >= 0");
+  }
   o.client.chunk_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_chunk_kb))
                          << 10;
   o.client.channels_per_server = absl::GetFlag(FLAGS_channels_per_server);

@@ -34,11 +34,14 @@ absl::Status CheckTransfer(const ClientOptions& o) {
     return absl::InvalidArgumentError("max_message_bytes is too small");
   }
   const size_t max_chunk = o.max_message_bytes - kMaxWireHeaderBytes;
-  if (o.chunk_bytes < 64 || o.chunk_bytes % 64 != 0 ||
-      o.chunk_bytes > max_chunk) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("chunk_bytes must be a multiple of 64 in [64, ", max_chunk,
-                     "], got ", o.chunk_bytes));
+  for (const auto& [name, bytes] :
+       {std::pair{"chunk_bytes", o.chunk_bytes},
+        std::pair{"push_chunk_bytes", o.push_chunk_bytes}}) {
+    if (bytes < 64 || bytes % 64 != 0 || bytes > max_chunk) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, " must be a multiple of 64 in [64, ", max_chunk,
+                       "], got ", bytes));
+    }
   }
   if (o.channels_per_server < 1 || o.max_inflight_per_server < 1) {
     return absl::InvalidArgumentError(
@@ -146,6 +149,13 @@ Client::Client(ClientOptions options, uint64_t session)
 Client::~Client() = default;
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
+  if (options.push_chunk_bytes == 0) {
+    options.push_chunk_bytes = options.chunk_bytes != 0 ? options.chunk_bytes
+                               : options.etcd.empty()
+                                   ? kChunkBytes
+                                   : kReplicatedPushChunkBytes;
+  }
+  if (options.chunk_bytes == 0) options.chunk_bytes = kChunkBytes;
   if (absl::Status s = CheckOptions(options); !s.ok()) return s;
   // Random, so that a restarted worker's pushes are never mistaken for
   // retries of its previous incarnation's.
@@ -394,9 +404,9 @@ absl::Status Client::Push(absl::string_view table, uint64_t begin, uint64_t end,
   }
   absl::StatusOr<TableInfo*> info = FindTable(table, begin, end);
   if (!info.ok()) return info.status();
-  std::vector<Chunk> chunks = PlanChunks((*info)->partition, {begin, end},
-                                         options_.chunk_bytes / sizeof(float),
-                                         options_.channels_per_server);
+  std::vector<Chunk> chunks = PlanChunks(
+      (*info)->partition, {begin, end},
+      options_.push_chunk_bytes / sizeof(float), options_.channels_per_server);
   PooledBuffer encoded;
   if (options_.push_encoding == shardps::ONEBIT) {
     size_t bytes = 0;

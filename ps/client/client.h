@@ -44,6 +44,16 @@ class ChunkedOp;
 struct Chunk;
 struct PushTag;
 
+// The default chunk size. Pushes to replicated servers get smaller chunks:
+// a primary forwards a chunk to its backups only once it has received all
+// of it, and the chunks in flight arrive together, so a push reaches the
+// backups about max_inflight_per_server x chunk later than the primary; at
+// 1 MiB that tail cost one worker's 1M-float pushes a third of their rate on
+// 1 Gbit/s links, at 256 KiB an eighth (experiments/results/replication).
+// Otherwise 1 MiB chunks are faster (fewer calls) where CPU is the limit.
+inline constexpr size_t kChunkBytes = 1 << 20;
+inline constexpr size_t kReplicatedPushChunkBytes = 256 << 10;
+
 struct ClientOptions {
   std::vector<std::string> server_addrs;  // shard i is served by entry i
   // Replicated servers (shardps-server --etcd): the job's etcd
@@ -58,8 +68,12 @@ struct ClientOptions {
   int num_shards = 0;
   std::string job = "default";
   uint32_t worker = 0;  // reported to servers with each call
-  // Largest payload of one Pull/Push call; a multiple of 64 bytes.
-  size_t chunk_bytes = 1 << 20;
+  // Largest payload of one Pull call, and of one Push call unless
+  // push_chunk_bytes says otherwise; a multiple of 64 bytes. 0: kChunkBytes.
+  size_t chunk_bytes = 0;
+  // Largest payload of one Push call. 0: chunk_bytes if that was given,
+  // else kReplicatedPushChunkBytes with etcd and kChunkBytes without.
+  size_t push_chunk_bytes = 0;
   int channels_per_server = 2;      // loopback TCP tops out per connection
   int max_inflight_per_server = 4;  // chunk calls in flight per shard
   absl::Duration rpc_timeout = absl::Seconds(30);  // deadline of every call

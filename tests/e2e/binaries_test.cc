@@ -165,7 +165,7 @@ TEST_F(BinariesTest, BenchPrintsOneJsonLineWithEveryFigure) {
   ASSERT_EQ(code, 0) << out;
   const std::regex line(
       R"(\{"servers":2,"replicas":1,"workers":2,"params":100000,)"
-      R"("compression":"fp16",)"
+      R"("compression":"fp16","push_chunk_kb":1024,"pull_chunk_kb":1024,)"
       R"("push_MBps":([0-9.]+),"pull_MBps":([0-9.]+),)"
       R"("push_wire_MBps":([0-9.]+),"pull_wire_MBps":([0-9.]+),)"
       R"("push_p50_ms":([0-9.]+),"push_p99_ms":([0-9.]+),)"
@@ -192,7 +192,7 @@ TEST_F(BinariesTest, BenchMeasuresReplicatedServers) {
   ASSERT_EQ(code, 0) << out;
   const std::regex line(
       R"(\{"servers":2,"replicas":2,"workers":1,"params":100000,)"
-      R"("compression":"none",)"
+      R"("compression":"none","push_chunk_kb":256,"pull_chunk_kb":1024,)"
       R"("push_MBps":([0-9.]+),"pull_MBps":([0-9.]+),)");
   std::smatch m;
   ASSERT_TRUE(std::regex_search(out, m, line)) << out;
@@ -246,7 +246,8 @@ TEST_F(BinariesTest, BenchFindsAReplicatedJobStartedElsewhereThroughEtcd) {
   ASSERT_EQ(Run(bench, &out), 0) << out;
   const std::regex line(
       R"(\{"servers":1,"replicas":2,"workers":1,"params":100000,)"
-      R"("compression":"none","push_MBps":([0-9.]+),"pull_MBps":([0-9.]+),)");
+      R"("compression":"none","push_chunk_kb":256,"pull_chunk_kb":1024,)"
+      R"("push_MBps":([0-9.]+),"pull_MBps":([0-9.]+),)");
   std::smatch m;
   ASSERT_TRUE(std::regex_search(out, m, line)) << out;
   EXPECT_GT(std::stod(m[1]), 0) << m[0];
@@ -281,6 +282,11 @@ TEST_F(BinariesTest, BenchWithoutServersSaysWhatIsMissing) {
   std::string out;
   EXPECT_EQ(Run(SiblingBinary("shardps-bench"), &out), 1);
   EXPECT_NE(out.find("--server_addrs"), std::string::npos) << out;
+  EXPECT_EQ(Run(absl::StrCat(SiblingBinary("shardps-bench"),
+                             " --spawn_servers=1 --chunk_kb=-1"),
+                &out),
+            1);
+  EXPECT_NE(out.find("--chunk_kb must be >= 0"), std::string::npos) << out;
 }
 
 }  // namespace

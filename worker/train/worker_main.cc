@@ -81,7 +81,10 @@ ABSL_FLAG(double, initial_accumulator, 0.1,
 ABSL_FLAG(int, epochs, 1, "Epochs over this worker's partition.");
 ABSL_FLAG(uint64_t, seed, 1, "Seed of the initial model and the shuffles.");
 ABSL_FLAG(std::string, run_dir, ".", "Directory for metrics and summary.");
-ABSL_FLAG(int, chunk_kb, 1024, "Largest payload of one Pull/Push call, KiB.");
+ABSL_FLAG(int, chunk_kb, 0,
+          "Largest payload of one Pull/Push call, KiB; 0: 1024, and pushes "
+          "256 with --etcd (smaller chunks keep the backups close behind a "
+          "primary).");
 ABSL_FLAG(double, rpc_timeout_s, 30, "Deadline of every server call.");
 ABSL_FLAG(double, retry_give_up_s, 60,
           "How long calls retry an unavailable server (with backoff) before "
@@ -165,6 +168,9 @@ absl::StatusOr<ps::ClientOptions> ClientOptionsFromFlags(int rank) {
   co.server_addrs = *std::move(addrs);
   co.job = absl::GetFlag(FLAGS_job);
   co.worker = rank;
+  if (absl::GetFlag(FLAGS_chunk_kb) < 0) {
+    return absl::InvalidArgumentError("--chunk_kb must be >= 0");
+  }
   co.chunk_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_chunk_kb)) << 10;
   co.rpc_timeout = absl::Seconds(absl::GetFlag(FLAGS_rpc_timeout_s));
   co.retry_give_up = absl::Seconds(absl::GetFlag(FLAGS_retry_give_up_s));

@@ -70,6 +70,56 @@ TEST_F(ClientTest, ARangeMovesInTheCallsOfItsPlan) {
   }
 }
 
+TEST_F(ClientTest, PushesToReplicatedServersHaveSmallerChunksByDefault) {
+  std::unique_ptr<Client> client = Connect(0);
+  ASSERT_NE(client, nullptr);
+  EXPECT_EQ(client->options().chunk_bytes, kChunkBytes);
+  EXPECT_EQ(client->options().push_chunk_bytes, kChunkBytes);
+  // With etcd (unreachable here: the given primaries are used meanwhile).
+  ClientOptions o;
+  o.etcd = "http://127.0.0.1:1";
+  o.num_shards = 3;
+  o.server_addrs = addrs_;
+  absl::StatusOr<std::unique_ptr<Client>> replicated = Client::Connect(o);
+  ASSERT_TRUE(replicated.ok()) << replicated.status();
+  EXPECT_EQ((*replicated)->options().chunk_bytes, kChunkBytes);
+  EXPECT_EQ((*replicated)->options().push_chunk_bytes,
+            kReplicatedPushChunkBytes);
+  EXPECT_LT(kReplicatedPushChunkBytes, kChunkBytes);
+  o.chunk_bytes = 4096;  // a given size holds for both
+  replicated = Client::Connect(o);
+  ASSERT_TRUE(replicated.ok()) << replicated.status();
+  EXPECT_EQ((*replicated)->options().chunk_bytes, 4096u);
+  EXPECT_EQ((*replicated)->options().push_chunk_bytes, 4096u);
+  o.push_chunk_bytes = 1000;
+  replicated = Client::Connect(o);
+  EXPECT_EQ(replicated.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(replicated.status().message().find("push_chunk_bytes"),
+            std::string::npos)
+      << replicated.status();
+}
+
+TEST_F(ClientTest, PushChunksFollowTheirOwnSize) {
+  // One shard's 1000 keys pulled in 1 KiB chunks (4 calls) and pushed in
+  // 256-byte ones (16 calls).
+  ClientOptions o;
+  o.server_addrs = {addrs_[0]};
+  o.job = "client";
+  o.chunk_bytes = 1024;
+  o.push_chunk_bytes = 256;
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(o);
+  ASSERT_TRUE(client.ok()) << client.status();
+  ASSERT_TRUE((*client)->CreateTable(testutil::ConstantTable(1000, 0.0f)).ok());
+  std::vector<float> values(1000, 1.0f);
+  ASSERT_TRUE((*client)->Pull("w", 0, 1000, values.data()).ok());
+  ASSERT_TRUE((*client)->Push("w", 0, 1000, values.data()).ok());
+  absl::StatusOr<std::vector<shardps::StatsResponse>> stats =
+      (*client)->Stats();
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_EQ(Calls((*stats)[0], "Pull"), 4u);
+  EXPECT_EQ(Calls((*stats)[0], "Push"), 16u);
+}
+
 TEST_F(ClientTest, ABadSpecIsRefusedBeforeAnythingIsSent) {
   std::unique_ptr<Client> client = Connect(1 << 20);
   TableOptions bad = testutil::ConstantTable(100, 0.0f);
