@@ -3,7 +3,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps build test demo sweep bench format clean
+.PHONY: all deps build test demo sweep scale bench format clean
 
 all: build
 
@@ -31,6 +31,12 @@ demo: build
 # The full N x S x loader sweep with the performance model (~10 minutes).
 sweep: build
 	/usr/bin/python3 experiments/sweep.py
+
+# The scale simulation (SimGrid): calibrate from the sweep's N = 1 runs and
+# shardps-bench, validate on the other sweep points, predict N up to 1024
+# and S up to 128; results in experiments/results/scale/.
+scale: build
+	/usr/bin/python3 experiments/scale.py
 
 # The reference figures: one server, one worker, 1M and 10M floats.
 bench: build

@@ -17,6 +17,7 @@ packages=(
   strace  # tests/fault: crash points inside a checkpoint write
   openssl  # test certificates for the TLS tests
   etcd-server  # membership of replicated shards (--etcd, --replicas)
+  libsimgrid-dev  # the scale simulation (experiments/sim, make scale)
 )
 
 # kubectl may already come from another package (e.g. Google's); Debian's

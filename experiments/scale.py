@@ -1,0 +1,343 @@
+#!/usr/bin/python3
+"""The scale simulation: calibrate shardps-sim (experiments/sim, SimGrid)
+from measured runs, check it against every sweep point it was not
+calibrated on, then predict what one machine cannot run.
+
+  experiments/scale.py [--sweep experiments/results/sweep/results.csv]
+                       [--bench BENCH.json] [--out experiments/results/scale]
+
+Calibration (written to OUT/calibration.txt, nothing tuned per point):
+  - startup_cpu: the parallel loader's init at N = 1, S = 1 (start-up is CPU
+    work, shared by the processes that start together on one machine);
+  - storage_efficiency: the data set over the sequential loader's extra
+    init at N = 1, S = 1, against the nominal storage link;
+  - call_cpu, client/server_cpu_per_byte: shardps-bench on loopback, a large
+    and a one-call table (each side's cost; the two sides run on the two
+    cores at once, so the slower side sets the rate);
+  - link_efficiency: what is left of the N = 1, S = 1 pull and push times
+    once those CPU costs are taken out, against the nominal server link.
+Validation: every other point of the sweep, the simulator run with the
+sweep's own settings (20 steps, the launcher's steady window), beside
+experiments/perfmodel.py on the same points. Prediction: N up to 1024 and
+S up to 128 for the demo's settings and for a data-centre setting.
+"""
+
+import argparse
+import concurrent.futures
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import abkit  # noqa: E402
+import perfmodel  # noqa: E402
+
+SIM = os.path.join(abkit.BIN, "shardps-sim")
+# abkit's synthetic data set: --samples 20000, a tenth held out for test.
+SWEEP_TRAIN_RECORDS = 18000
+CORES = os.cpu_count() or 2
+
+# The data-centre setting: ResNet-50 (25.6M float32 parameters, ~102 MB)
+# trained on V100s, 367 images/s each in FP32 (NVIDIA DeepLearningExamples,
+# PyTorch ResNet50 v1.5, DGX-1 16 GB, 1 GPU): a batch of 64 is 174 ms of
+# compute. ImageNet's 1.28M training images, ~110 KB each. 10 Gbit/s links
+# everywhere, 25 Gbit/s storage, 50 us one way, servers of 16 cores.
+DATACENTRE = {
+    "param_bytes": 25.6e6 * 4, "dataset_bytes": 1.28e6 * 110e3,
+    "sample_bytes": 110e3, "batch": 64, "compute_ms": 1e3 * 64 / 367,
+    "server_link": "10gbit", "worker_link": "10gbit",
+    "storage_link": "25gbit", "latency_ms": 0.05, "shared_cores": 0,
+    "server_cores": 16,
+}
+
+
+def find(rows, servers, workers, loader):
+    for r in rows:
+        if (r["servers"], r["workers"], r["loader"], r["ok"]) == (
+                servers, workers, loader, 1):
+            return r
+    sys.exit(f"scale: the sweep has no successful S={servers} N={workers} "
+             f"{loader} run (run `make sweep` first)")
+
+
+def bench(params):
+    """shardps-bench on loopback, one server, one client: its JSON."""
+    out = subprocess.run(
+        [abkit.binary("shardps-bench"), "--spawn_servers=1",
+         f"--params={params}", "--seconds=2", "--json"],
+        capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def calibrate(rows, benches):
+    par, seq = find(rows, 1, 1, "parallel"), find(rows, 1, 1, "sequential")
+    big, small = benches
+    # Each side's CPU per byte: the slower side sets the loopback rate.
+    per_byte = 1 / (1e6 * statistics.mean(
+        [big["push_MBps"], big["pull_MBps"]]))
+    call_bytes = small["params"] * 4
+    calls_per_s = 1e6 * small["push_MBps"] / call_bytes
+    call_cpu = max(0.0, 1 / calls_per_s - call_bytes * per_byte)
+    m = par["param_bytes"]
+    calls = 2 * max(1, math.ceil(m / (1 << 20)))
+    cpu = calls * 2 * call_cpu + 2 * m * 2 * per_byte
+    link_seconds = (par["pull_ms"] + par["push_ms"]) / 1e3 - cpu
+    link = 2 * m / link_seconds / abkit.rate_bytes_per_second(
+        par["server_link"])
+    storage = par["dataset_bytes"] / max(
+        seq["init_seconds"] - par["init_seconds"], 1e-9)
+    return {
+        "startup_cpu": par["init_seconds"],
+        "storage_efficiency": storage / abkit.rate_bytes_per_second(
+            par["storage_link"]),
+        "link_efficiency": link,
+        "call_cpu": call_cpu,
+        "client_cpu_per_byte": per_byte,
+        "server_cpu_per_byte": per_byte,
+    }
+
+
+def write_calibration(path, cal, sources):
+    with open(path, "w") as f:
+        f.write("# shardps-sim calibration, written by experiments/scale.py "
+                "from:\n")
+        for s in sources:
+            f.write(f"#   {s}\n")
+        for k, v in cal.items():
+            f.write(f"{k} {v:.9g}\n")
+
+
+def sim_args(point):
+    return [SIM] + [f"--{k}={v}" for k, v in point.items()]
+
+
+def simulate(point):
+    out = subprocess.run(sim_args(point), capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"scale: {' '.join(sim_args(point))}: {out.stderr}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def simulate_all(points):
+    with concurrent.futures.ThreadPoolExecutor(CORES) as pool:
+        return list(pool.map(simulate, points))
+
+
+def sweep_point(r, calibration):
+    """The simulator's flags for a sweep row: the run's own settings."""
+    return {
+        "calibration": calibration, "workers": r["workers"],
+        "servers": r["servers"], "loader": r["loader"],
+        "consistency": r.get("consistency") or "async",
+        "compression": r.get("compression") or "none",
+        "param_bytes": r["param_bytes"], "dataset_bytes": r["dataset_bytes"],
+        "sample_bytes": r["dataset_bytes"] / SWEEP_TRAIN_RECORDS,
+        "batch": r["batch"],
+        "steps": 20, "compute_ms": r["emulated_compute_ms"],
+        "server_link": r["server_link"], "worker_link": r["worker_link"],
+        "storage_link": r["storage_link"], "shared_cores": CORES,
+    }
+
+
+def err(pred, meas):
+    return abs(pred - meas) / meas if meas > 0 else float("nan")
+
+
+def validate(rows, calibration, out):
+    """Every sweep point but the calibration's: simulator and perfmodel
+    against the measurement. Returns the table's lines and the errors."""
+    points = [r for r in rows if r["ok"] == 1 and
+              not (r["servers"] == 1 and r["workers"] == 1)]
+    sims = simulate_all([sweep_point(r, calibration) for r in points])
+    model = perfmodel.calibrate(rows)
+    lines = ["| S | N | loader | init meas | sim | err | model | err | "
+             "samples/s meas | sim | err | model | err |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    errors = {("sim", "init"): [], ("sim", "rate"): [],
+              ("model", "init"): [], ("model", "rate"): []}
+    for r, sim in zip(points, sims):
+        m_init, m_rate = perfmodel.predict(model, r["workers"], r["servers"],
+                                           r["loader"])
+        e = {("sim", "init"): err(sim["init_seconds"], r["init_seconds"]),
+             ("sim", "rate"): err(sim["samples_per_second"],
+                                  r["samples_per_second"]),
+             ("model", "init"): err(m_init, r["init_seconds"]),
+             ("model", "rate"): err(m_rate, r["samples_per_second"])}
+        for k, v in e.items():
+            errors[k].append(v)
+        lines.append(
+            f"| {r['servers']} | {r['workers']} | {r['loader']} | "
+            f"{r['init_seconds']:.2f} | {sim['init_seconds']:.2f} | "
+            f"{100 * e['sim', 'init']:.0f}% | {m_init:.2f} | "
+            f"{100 * e['model', 'init']:.0f}% | "
+            f"{r['samples_per_second']:.0f} | "
+            f"{sim['samples_per_second']:.0f} | "
+            f"{100 * e['sim', 'rate']:.0f}% | {m_rate:.0f} | "
+            f"{100 * e['model', 'rate']:.0f}% |")
+    lines.append("")
+    for who in ("sim", "model"):
+        for q in ("init", "rate"):
+            v = errors[who, q]
+            lines.append(
+                f"- {'shardps-sim' if who == 'sim' else 'perfmodel.py'} "
+                f"{'init' if q == 'init' else 'samples/s'}: median absolute "
+                f"error {100 * statistics.median(v):.1f}%, max "
+                f"{100 * max(v):.1f}% ({len(v)} points)")
+    return lines, errors
+
+
+def steady(point):
+    """Simulates `point` with more steps until its rate changes < 2%
+    between the window's halves (at most 320 steps)."""
+    steps = point.get("steps", 40)
+    while True:
+        r = simulate(dict(point, steps=steps))
+        halves = (r["first_half"], r["second_half"])
+        if abs(halves[0] - halves[1]) < 0.02 * max(halves) or steps >= 320:
+            return r
+        steps *= 2
+
+
+def steady_all(points):
+    with concurrent.futures.ThreadPoolExecutor(CORES) as pool:
+        return list(pool.map(steady, points))
+
+
+NS = [2 ** i for i in range(11)]  # 1 .. 1024 workers
+SS = [2 ** i for i in range(8)]   # 1 .. 128 servers
+
+
+def demo_setting(rows):
+    """The sweep's own job and links, on hosts with CPUs of their own."""
+    r = find(rows, 1, 1, "parallel")
+    return {
+        "param_bytes": r["param_bytes"], "dataset_bytes": r["dataset_bytes"],
+        "sample_bytes": r["dataset_bytes"] / SWEEP_TRAIN_RECORDS,
+        "batch": r["batch"], "compute_ms": r["emulated_compute_ms"],
+        "server_link": r["server_link"], "worker_link": r["worker_link"],
+        "storage_link": r["storage_link"], "shared_cores": 0,
+        "server_cores": CORES,
+    }
+
+
+def predict(setting, calibration):
+    """samples/s for every N x S (parallel loader) and init for every N
+    and loader; {(n, s): result}, {(n, loader): init seconds}."""
+    base = dict(setting, calibration=calibration, steps=40)
+    grid = [(n, s) for s in SS for n in NS]
+    rates = steady_all([dict(base, workers=n, servers=s, loader="parallel")
+                        for n, s in grid])
+    inits = simulate_all([dict(base, workers=n, servers=1, loader=lo,
+                               steps=2)
+                          for lo in ("sequential", "parallel") for n in NS])
+    init = {}
+    for i, lo in enumerate(("sequential", "parallel")):
+        for j, n in enumerate(NS):
+            init[n, lo] = inits[i * len(NS) + j]["init_seconds"]
+    return dict(zip(grid, rates)), init
+
+
+def servers_needed(rates):
+    """For each N, the smallest S whose N workers keep >= 90% of N times
+    one worker's samples/s with that S (None: no S up to 128 does)."""
+    need = {}
+    for n in NS:
+        need[n] = next((s for s in SS if rates[n, s]["samples_per_second"] >=
+                        0.9 * n * rates[1, s]["samples_per_second"]), None)
+    return need
+
+
+def plot(name, rates, init, need, out):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.5))
+    for s in SS:
+        axes[0].plot(NS, [rates[n, s]["samples_per_second"] for n in NS],
+                     marker="o", label=f"S={s}")
+    axes[0].plot(NS, [n * rates[1, 1]["samples_per_second"] for n in NS],
+                 "k--", label="linear")
+    axes[0].set(xscale="log", yscale="log", xlabel="workers N",
+                ylabel="samples/s", title=f"{name}: throughput")
+    axes[0].legend(fontsize=7)
+    xs = [n for n in NS if need[n] is not None]
+    axes[1].plot(xs, [need[n] for n in xs], marker="o")
+    axes[1].set(xscale="log", yscale="log", xlabel="workers N",
+                ylabel="servers S", title="smallest S for >= 90% of linear")
+    for lo in ("sequential", "parallel"):
+        axes[2].plot(NS, [init[n, lo] for n in NS], marker="o", label=lo)
+    axes[2].set(xscale="log", yscale="log", xlabel="workers N",
+                ylabel="init seconds", title="initialization")
+    axes[2].legend()
+    fig.tight_layout()
+    path = os.path.join(out, f"{name}.png")
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+def prediction_lines(name, rates, init, need):
+    lines = [f"### {name}", "",
+             "| N | " + " | ".join(f"S={s}" for s in SS) +
+             " | smallest S (>= 90%) | init sequential s | init parallel s |",
+             "|---" * (len(SS) + 4) + "|"]
+    for n in NS:
+        cells = " | ".join(f"{rates[n, s]['samples_per_second']:.0f}"
+                           for s in SS)
+        lines.append(f"| {n} | {cells} | {need[n] or '> 128'} | "
+                     f"{init[n, 'sequential']:.1f} | "
+                     f"{init[n, 'parallel']:.2f} |")
+    return lines + [""]
+
+
+def main():
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sweep", default=os.path.join(
+        abkit.ROOT, "experiments", "results", "sweep", "results.csv"))
+    ap.add_argument("--out", default=os.path.join(
+        abkit.ROOT, "experiments", "results", "scale"))
+    ap.add_argument("--validate_only", action="store_true")
+    args = ap.parse_args()
+    if not os.access(SIM, os.X_OK):
+        sys.exit(f"scale: {SIM} is missing (libsimgrid-dev, then make build)")
+    start = time.monotonic()
+    os.makedirs(args.out, exist_ok=True)
+    rows = abkit.read_rows(args.sweep)
+    benches = [bench(1000000), bench(4096)]
+    cal = calibrate(rows, benches)
+    cal_path = os.path.join(args.out, "calibration.txt")
+    write_calibration(cal_path, cal, [
+        f"{args.sweep} (N = 1, S = 1, both loaders)",
+        "shardps-bench --spawn_servers=1 --params=1000000: "
+        f"push {benches[0]['push_MBps']} pull {benches[0]['pull_MBps']} MB/s",
+        "shardps-bench --spawn_servers=1 --params=4096: "
+        f"push {benches[1]['push_MBps']} MB/s"])
+    lines, _ = validate(rows, cal_path, args.out)
+    report = ["# Scale simulation", "",
+              f"Calibration: `{os.path.relpath(cal_path, abkit.ROOT)}`; "
+              f"sweep: `{os.path.relpath(args.sweep, abkit.ROOT)}`.", "",
+              "## Validation (points the calibration did not use)", ""]
+    report += lines + [""]
+    if not args.validate_only:
+        report += ["## Predictions (parallel loader; samples/s)", ""]
+        for name, setting in (("demo", demo_setting(rows)),
+                              ("datacentre", DATACENTRE)):
+            rates, init = predict(setting, cal_path)
+            need = servers_needed(rates)
+            plot(name, rates, init, need, args.out)
+            report += prediction_lines(name, rates, init, need)
+            report += [f"![{name}]({name}.png)", ""]
+    report.append(f"(all of it took {time.monotonic() - start:.0f} s here)")
+    text = "\n".join(report) + "\n"
+    with open(os.path.join(args.out, "scale.md"), "w") as f:
+        f.write(text)
+    print(text, end="")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,81 @@
+// The plain descriptions shardps-sim works from: the cluster (hosts and
+// links, as the launcher and the emulated cluster take them), the job (the
+// real training loop's settings) and the calibration (costs measured on
+// real runs, experiments/scale.py). Nothing here is tuned per point.
+//
+// Thread-safety: plain values.
+#ifndef SHARDPS_EXPERIMENTS_SIM_JOB_H_
+#define SHARDPS_EXPERIMENTS_SIM_JOB_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sim {
+
+struct ClusterSpec {
+  // Link capacities in bytes/s, each direction (shardps-launch
+  // --server_link, --worker_link, --storage_link).
+  double server_link = 12.5e6;
+  double worker_link = 62.5e6;
+  double storage_link = 50e6;
+  double latency = 0;  // seconds, one way, between any two hosts
+  // > 0: every process shares one machine of this many cores (the emulated
+  // cluster); 0: each host has CPUs of its own (server_cores each for a
+  // server, one for a worker's client work).
+  int shared_cores = 0;
+  int server_cores = 8;
+};
+
+enum class Loader { kSequential, kParallel };
+enum class Consistency { kAsync, kSync };
+
+struct JobSpec {
+  int workers = 1;
+  int servers = 1;
+  Loader loader = Loader::kParallel;
+  Consistency consistency = Consistency::kAsync;
+  double param_bytes = 0;  // float32 parameters, pulled and pushed a step
+  double pull_ratio = 1;   // wire bytes per parameter byte (compression)
+  double push_ratio = 1;
+  double dataset_bytes = 0;  // the training set every worker reads
+  double sample_bytes = 0;   // one record
+  int batch = 16;
+  int steps = 20;                // per worker
+  double compute_seconds = 0.1;  // forward/backward per step
+  double chunk_bytes = 1 << 20;  // largest payload of one call
+  int prefetch_batches = 8;      // parallel loader's ring
+  // Every shard as a host of its own. Otherwise (only without shared
+  // cores) the S servers are one host with S times a server's link and
+  // cores, and each worker's S calls one call of S shards' bytes: under
+  // key-range sharding the shards are equal and every worker calls all of
+  // them at once, so each server sees the same flows at the same times and
+  // the max-min shares are the same; it is what makes N = 1024 fast.
+  bool every_shard = false;
+};
+
+struct Calibration {
+  double startup_cpu = 0;          // CPU seconds from process start to data
+  double storage_efficiency = 1;   // goodput / nominal of the storage link
+  double link_efficiency = 1;      // the same, parameter traffic
+  double call_cpu = 0;             // CPU seconds per call, each side
+  double client_cpu_per_byte = 0;  // encode/decode, a worker
+  double server_cpu_per_byte = 0;  // apply/read, a server
+};
+
+struct SimResult {
+  double init_seconds = 0;  // the slowest worker's, as the launcher reports
+  // Samples whose step ended inside [latest first step end, earliest last
+  // step end], over that window (the launcher's steady rate).
+  double samples_per_second = 0;
+  // The same over the first and the second half of the window: steady
+  // when they differ by < 2%.
+  double first_half = 0;
+  double second_half = 0;
+  double simulated_seconds = 0;
+  std::vector<std::vector<double>> step_ends;  // per worker
+};
+
+}  // namespace sim
+
+#endif  // SHARDPS_EXPERIMENTS_SIM_JOB_H_

@@ -1,0 +1,133 @@
+#include "experiments/sim/job_model.h"
+
+#include <xbt/log.h>
+
+#include <algorithm>
+#include <cmath>
+#include <simgrid/s4u.hpp>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "experiments/sim/platform.h"
+#include "experiments/sim/worker_actor.h"
+
+namespace sim {
+namespace {
+
+// Samples of steps ending in (begin, end], per second.
+double RateIn(const std::vector<std::vector<double>>& step_ends, int batch,
+              double begin, double end) {
+  if (end <= begin) return 0;
+  double samples = 0;
+  for (const std::vector<double>& w : step_ends) {
+    for (double t : w) {
+      if (t > begin && t <= end) samples += batch;
+    }
+  }
+  return samples / (end - begin);
+}
+
+absl::Status Positive(const char* name, double value) {
+  if (value > 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(name, " must be > 0, got ", value));
+}
+
+absl::Status AtLeastZero(const char* name, double value) {
+  if (value >= 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(name, " must be >= 0, got ", value));
+}
+
+}  // namespace
+
+absl::Status CheckSpecs(const ClusterSpec& cluster, const JobSpec& job,
+                        const Calibration& calibration) {
+  for (const auto& [name, value] :
+       {std::pair{"server_link", cluster.server_link},
+        std::pair{"worker_link", cluster.worker_link},
+        std::pair{"storage_link", cluster.storage_link},
+        std::pair{"workers", static_cast<double>(job.workers)},
+        std::pair{"servers", static_cast<double>(job.servers)},
+        std::pair{"param_bytes", job.param_bytes},
+        std::pair{"pull_ratio", job.pull_ratio},
+        std::pair{"push_ratio", job.push_ratio},
+        std::pair{"batch", static_cast<double>(job.batch)},
+        std::pair{"steps", static_cast<double>(job.steps)},
+        std::pair{"chunk_bytes", job.chunk_bytes},
+        std::pair{"server_cores", static_cast<double>(cluster.server_cores)},
+        std::pair{"link_efficiency", calibration.link_efficiency},
+        std::pair{"storage_efficiency", calibration.storage_efficiency}}) {
+    if (absl::Status s = Positive(name, value); !s.ok()) return s;
+  }
+  for (const auto& [name, value] :
+       {std::pair{"latency", cluster.latency},
+        std::pair{"shared_cores", static_cast<double>(cluster.shared_cores)},
+        std::pair{"dataset_bytes", job.dataset_bytes},
+        std::pair{"sample_bytes", job.sample_bytes},
+        std::pair{"compute_seconds", job.compute_seconds},
+        std::pair{"startup_cpu", calibration.startup_cpu},
+        std::pair{"call_cpu", calibration.call_cpu},
+        std::pair{"client_cpu_per_byte", calibration.client_cpu_per_byte},
+        std::pair{"server_cpu_per_byte", calibration.server_cpu_per_byte}}) {
+    if (absl::Status s = AtLeastZero(name, value); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+SimResult Summarize(const std::vector<double>& inits,
+                    std::vector<std::vector<double>> step_ends, int batch) {
+  SimResult r;
+  double begin = 0, end = 1e300;
+  for (size_t w = 0; w < step_ends.size(); ++w) {
+    r.init_seconds = std::max(r.init_seconds, inits[w]);
+    if (step_ends[w].empty()) {
+      end = 0;
+      continue;
+    }
+    begin = std::max(begin, step_ends[w].front());
+    end = std::min(end, step_ends[w].back());
+    r.simulated_seconds = std::max(r.simulated_seconds, step_ends[w].back());
+  }
+  r.samples_per_second = RateIn(step_ends, batch, begin, end);
+  // The halves split at the step end nearest the window's middle, so that
+  // a periodic run's halves are equal.
+  double middle = begin;
+  for (const std::vector<double>& w : step_ends) {
+    for (double t : w) {
+      if (t > begin && t <= end &&
+          std::abs(t - (begin + end) / 2) <
+              std::abs(middle - (begin + end) / 2)) {
+        middle = t;
+      }
+    }
+  }
+  r.first_half = RateIn(step_ends, batch, begin, middle);
+  r.second_half = RateIn(step_ends, batch, middle, end);
+  r.step_ends = std::move(step_ends);
+  return r;
+}
+
+absl::StatusOr<SimResult> Simulate(const ClusterSpec& cluster,
+                                   const JobSpec& job,
+                                   const Calibration& calibration) {
+  if (absl::Status s = CheckSpecs(cluster, job, calibration); !s.ok()) {
+    return s;
+  }
+  xbt_log_control_set("xbt_cfg.thres:warning");  // config echoes
+  simgrid::s4u::Engine engine("shardps-sim");
+  // The plain max-min sharing of link capacities: no TCP correction
+  // factors, no acknowledgement traffic; the calibrated link efficiency
+  // stands for both.
+  simgrid::s4u::Engine::set_config("network/model:CM02");
+  simgrid::s4u::Engine::set_config("network/crosstraffic:0");
+  const Platform platform = BuildPlatform(cluster, job, calibration);
+  JobState state(job.workers);
+  for (int w = 0; w < job.workers; ++w) {
+    StartWorker(w, job, calibration, platform, &state);
+  }
+  engine.run();
+  return Summarize(state.inits, std::move(state.step_ends), job.batch);
+}
+
+}  // namespace sim

@@ -1,0 +1,184 @@
+#include "experiments/sim/worker_actor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+
+namespace sim {
+namespace {
+
+namespace s4u = simgrid::s4u;
+
+// `seconds` of one core's work on each of `threads` cores.
+s4u::ExecPtr StartExec(s4u::Host* cpu, double seconds, int threads = 1) {
+  s4u::ExecPtr exec = s4u::Exec::init()
+                          ->set_flops_amount(seconds * kFlopsPerSecond)
+                          ->set_thread_count(threads)
+                          ->set_host(cpu);
+  exec->start();
+  return exec;
+}
+
+// The parallel loader's ring: a reader fills it batch by batch, ahead of
+// the steps by at most its capacity.
+class BatchRing {
+ public:
+  explicit BatchRing(int capacity)
+      : capacity_(capacity),
+        mu_(s4u::Mutex::create()),
+        cv_(s4u::ConditionVariable::create()) {}
+
+  void Put() {
+    std::unique_lock<s4u::Mutex> lock(*mu_);
+    cv_->wait(lock, [this] { return ready_ < capacity_; });
+    ++ready_;
+    cv_->notify_all();
+  }
+  void Take() {
+    std::unique_lock<s4u::Mutex> lock(*mu_);
+    cv_->wait(lock, [this] { return ready_ > 0; });
+    --ready_;
+    cv_->notify_all();
+  }
+
+ private:
+  const int capacity_;
+  int ready_ = 0;
+  s4u::MutexPtr mu_;
+  s4u::ConditionVariablePtr cv_;
+};
+
+class Worker : public std::enable_shared_from_this<Worker> {
+ public:
+  Worker(int w, const JobSpec& job, const Calibration& calibration,
+         const Platform& platform, JobState* state)
+      : w_(w),
+        job_(job),
+        cal_(calibration),
+        p_(platform),
+        state_(state),
+        ring_(std::max(job.prefetch_batches, 1)) {}
+
+  void Run() {
+    StartExec(p_.worker_cpus[w_], cal_.startup_cpu)->wait();
+    if (job_.loader == Loader::kSequential) {
+      s4u::Comm::sendto(p_.storage, p_.workers[w_],
+                        static_cast<uint64_t>(job_.dataset_bytes));
+    } else {
+      s4u::Actor::create(absl::StrCat("reader-", w_), p_.workers[w_],
+                         [self = shared_from_this()] { self->Read(); });
+    }
+    for (int step = 0; step < job_.steps; ++step) {
+      if (job_.loader == Loader::kParallel) ring_.Take();
+      if (step == 0) state_->inits[w_] = s4u::Engine::get_clock();
+      if (job_.consistency == Consistency::kSync && step > 0) {
+        state_->AwaitPushes(step - 1);
+      }
+      Transfer(/*pull=*/true);
+      s4u::this_actor::sleep_for(job_.compute_seconds);
+      Transfer(/*pull=*/false);
+      if (job_.consistency == Consistency::kSync) state_->Pushed(step);
+      state_->step_ends[w_].push_back(s4u::Engine::get_clock());
+    }
+  }
+
+ private:
+  // The parallel loader: this worker's batches, one after another.
+  void Read() {
+    const auto batch_bytes =
+        static_cast<uint64_t>(job_.batch * job_.sample_bytes);
+    for (int step = 0; step < job_.steps; ++step) {
+      s4u::Comm::sendto(p_.storage, p_.workers[w_], batch_bytes);
+      ring_.Put();
+    }
+  }
+
+  // One pull or push: every shard's calls at once, each shard's through
+  // its stages (pull: server CPU, bytes to the worker, client CPU; push
+  // the other way round).
+  void Transfer(bool pull) {
+    const int shards = static_cast<int>(p_.servers.size());
+    const int share = p_.servers_per_host;  // shards a host stands for
+    const double shard_bytes = job_.param_bytes / job_.servers *
+                               (pull ? job_.pull_ratio : job_.push_ratio);
+    const double shard_calls =
+        std::max(1.0, std::ceil(shard_bytes / job_.chunk_bytes));
+    // A server's work for its shard (a host standing for `share` servers
+    // runs it once on each of `share` threads); the client's for the
+    // shards this call stands for, on the worker's one core.
+    const double server =
+        shard_calls * cal_.call_cpu + shard_bytes * cal_.server_cpu_per_byte;
+    const double client = share * (shard_calls * cal_.call_cpu +
+                                   shard_bytes * cal_.client_cpu_per_byte);
+    const double bytes = shard_bytes * share;
+    std::vector<s4u::ActivityPtr> pending;
+    std::vector<int> shard_of, stage_of;
+    auto start = [&](int s, int stage) {
+      s4u::ActivityPtr a;
+      const bool cpu_stage = stage != 1;
+      const bool on_server = pull ? stage == 0 : stage == 2;
+      if (cpu_stage) {
+        a = on_server ? StartExec(p_.server_cpus[s], server, share)
+                      : StartExec(p_.worker_cpus[w_], client);
+      } else {
+        a = pull ? s4u::Comm::sendto_async(p_.servers[s], p_.workers[w_],
+                                           static_cast<uint64_t>(bytes))
+                 : s4u::Comm::sendto_async(p_.workers[w_], p_.servers[s],
+                                           static_cast<uint64_t>(bytes));
+      }
+      pending.push_back(a);
+      shard_of.push_back(s);
+      stage_of.push_back(stage);
+    };
+    for (int s = 0; s < shards; ++s) start(s, 0);
+    while (!pending.empty()) {
+      const ssize_t i = s4u::Activity::wait_any(pending);
+      const int s = shard_of[i], stage = stage_of[i];
+      pending.erase(pending.begin() + i);
+      shard_of.erase(shard_of.begin() + i);
+      stage_of.erase(stage_of.begin() + i);
+      if (stage < 2) start(s, stage + 1);
+    }
+  }
+
+  const int w_;
+  const JobSpec& job_;
+  const Calibration& cal_;
+  const Platform& p_;
+  JobState* const state_;
+  BatchRing ring_;
+};
+
+}  // namespace
+
+JobState::JobState(int workers)
+    : inits(workers, 0),
+      step_ends(workers),
+      workers_(workers),
+      mu_(s4u::Mutex::create()),
+      cv_(s4u::ConditionVariable::create()) {}
+
+void JobState::Pushed(int step) {
+  std::unique_lock<s4u::Mutex> lock(*mu_);
+  if (static_cast<int>(pushed_.size()) <= step) pushed_.resize(step + 1, 0);
+  if (++pushed_[step] == workers_) cv_->notify_all();
+}
+
+void JobState::AwaitPushes(int step) {
+  std::unique_lock<s4u::Mutex> lock(*mu_);
+  cv_->wait(lock, [&] {
+    return static_cast<int>(pushed_.size()) > step && pushed_[step] == workers_;
+  });
+}
+
+void StartWorker(int w, const JobSpec& job, const Calibration& calibration,
+                 const Platform& platform, JobState* state) {
+  auto worker = std::make_shared<Worker>(w, job, calibration, platform, state);
+  s4u::Actor::create(absl::StrCat("worker-", w), platform.workers[w],
+                     [worker] { worker->Run(); });
+}
+
+}  // namespace sim

@@ -1,0 +1,50 @@
+// One simulated worker: the real training loop's phases (ps/README.md,
+// worker/train/trainer.cc) as SimGrid activities. Start-up is CPU work; the
+// sequential loader then reads the whole data set through the storage link
+// before the first step, the parallel one reads its partition batch by
+// batch into a ring while training. Each step waits for a batch, pulls
+// from every shard at once (server CPU, the shard's bytes from the server's
+// link to the worker's, client CPU), computes (a delay: the accelerator is
+// the worker's own) and pushes (client CPU, bytes, server CPU). Under sync
+// a pull of step k waits until every worker pushed step k - 1.
+//
+// Thread-safety: runs inside one SimGrid engine (one thread).
+#ifndef SHARDPS_EXPERIMENTS_SIM_WORKER_ACTOR_H_
+#define SHARDPS_EXPERIMENTS_SIM_WORKER_ACTOR_H_
+
+#include <simgrid/s4u.hpp>
+#include <vector>
+
+#include "experiments/sim/job.h"
+#include "experiments/sim/platform.h"
+
+namespace sim {
+
+// What the workers share: the sync barrier and what they record.
+class JobState {
+ public:
+  explicit JobState(int workers);
+  JobState(const JobState&) = delete;
+  JobState& operator=(const JobState&) = delete;
+
+  void Pushed(int step);
+  // Returns once every worker pushed `step`.
+  void AwaitPushes(int step);
+
+  std::vector<double> inits;                   // per worker, seconds
+  std::vector<std::vector<double>> step_ends;  // per worker
+
+ private:
+  const int workers_;
+  simgrid::s4u::MutexPtr mu_;
+  simgrid::s4u::ConditionVariablePtr cv_;
+  std::vector<int> pushed_;  // workers done with each step
+};
+
+// Starts worker `w`'s actor (and its loader's) on `platform`.
+void StartWorker(int w, const JobSpec& job, const Calibration& calibration,
+                 const Platform& platform, JobState* state);
+
+}  // namespace sim
+
+#endif  // SHARDPS_EXPERIMENTS_SIM_WORKER_ACTOR_H_

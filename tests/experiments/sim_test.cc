@@ -1,0 +1,197 @@
+// shardps-sim (experiments/sim) against closed forms exact enough to catch a
+// unit error, the one-host servers against every shard simulated, the
+// launcher's steady-rate window, and inputs it must refuse by name.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <regex>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "experiments/sim/inputs.h"
+#include "experiments/sim/job_model.h"
+#include "ps/base/program.h"
+#include "util/files.h"
+#include "util/processes.h"
+
+namespace sim {
+namespace {
+
+constexpr char kFreeCosts[] =
+    "# no costs but the links'\n"
+    "startup_cpu 0\nstorage_efficiency 1\nlink_efficiency 1\n"
+    "call_cpu 0\nclient_cpu_per_byte 0\nserver_cpu_per_byte 0\n";
+
+struct Figures {
+  double init = -1, rate = -1, first_half = -1, second_half = -1;
+};
+
+class SimTest : public testing::Test {
+ protected:
+  std::string Calibration(const std::string& text) {
+    const std::string path = absl::StrCat(tmp_.path(), "/calibration.txt");
+    std::ofstream(path) << text;
+    return path;
+  }
+
+  // Runs shardps-sim with `flags`; its exit code and output.
+  std::pair<int, std::string> Sim(const std::string& flags,
+                                  const std::string& calibration = "") {
+    return testutil::Shell(absl::StrCat(
+        ps::SiblingBinary("shardps-sim"), " --calibration=",
+        calibration.empty() ? Calibration(kFreeCosts) : calibration, " ", flags,
+        " 2>&1"));
+  }
+
+  Figures Run(const std::string& flags, const std::string& calibration = "") {
+    auto [code, out] = Sim(flags, calibration);
+    EXPECT_EQ(code, 0) << out;
+    std::smatch m;
+    const std::regex line(
+        R"re("init_seconds":([0-9.e+-]+),"samples_per_second":([0-9.e+-]+),)re"
+        R"re("first_half":([0-9.e+-]+),"second_half":([0-9.e+-]+))re");
+    Figures f;
+    if (!std::regex_search(out, m, line)) {
+      ADD_FAILURE() << out;
+      return f;
+    }
+    f.init = std::stod(m[1]);
+    f.rate = std::stod(m[2]);
+    f.first_half = std::stod(m[3]);
+    f.second_half = std::stod(m[4]);
+    return f;
+  }
+
+  testutil::ScopedTempDir tmp_{"shardps-sim"};
+};
+
+TEST_F(SimTest, OneWorkerOneServerStepsComputePlusTwoTransfers) {
+  // M = 1.25 MB over 100 Mbit/s (12.5 MB/s) each way: 0.1 s a pull and a
+  // push; step = 0.05 + 2 * 0.1 = 0.25 s, 16 samples a step: 64 samples/s.
+  const Figures f =
+      Run("--workers=1 --servers=1 --param_bytes=1250000 --compute_ms=50 "
+          "--server_link=100mbit --worker_link=1gbit --steps=20");
+  EXPECT_NEAR(f.rate, 64.0, 64.0 * 1e-4);
+  EXPECT_NEAR(f.first_half, f.second_half, 1e-3 * f.rate);
+  // fp16 halves the bytes both ways: step 0.15 s.
+  EXPECT_NEAR(Run("--workers=1 --servers=1 --param_bytes=1250000 "
+                  "--compute_ms=50 --server_link=100mbit --worker_link=1gbit "
+                  "--compression=fp16")
+                  .rate,
+              16 / 0.15, 16 / 0.15 * 1e-4);
+}
+
+TEST_F(SimTest, SaturatedServerLinksMoveNTimesMOverSBAPhase) {
+  // 16 workers, 4 servers, no compute, fast worker links: every pull (then
+  // every push) moves N * M / S = 5 MB through each 12.5 MB/s server link,
+  // 0.4 s a phase, 0.8 s a step of 16 workers x 16 samples: 320 samples/s.
+  for (const char* mode : {"", " --every_shard"}) {
+    SCOPED_TRACE(mode);
+    const Figures f = Run(absl::StrCat(
+        "--workers=16 --servers=4 --param_bytes=1250000 --compute_ms=0 "
+        "--server_link=100mbit --worker_link=10gbit --steps=20",
+        mode));
+    EXPECT_NEAR(f.rate, 320.0, 320.0 * 1e-4);
+  }
+}
+
+TEST_F(SimTest, SequentialReadersShareTheStorageLink) {
+  // 8 workers each read 10 MB through one 80 Mbit/s (10 MB/s) storage
+  // link: 8 s, after 0.5 s of start-up CPU each on their own cores.
+  const std::string calibration = Calibration(
+      "startup_cpu 0.5\nstorage_efficiency 1\nlink_efficiency 1\n"
+      "call_cpu 0\nclient_cpu_per_byte 0\nserver_cpu_per_byte 0\n");
+  const std::string job =
+      "--workers=8 --servers=2 --dataset_bytes=10000000 "
+      "--storage_link=80mbit --worker_link=1gbit --steps=3 --loader=";
+  EXPECT_NEAR(Run(job + "sequential", calibration).init, 8.5, 1e-3);
+  // The parallel loader waits for one batch (16 x 3156 bytes) only.
+  EXPECT_LT(Run(job + "parallel", calibration).init, 0.6);
+  // On a shared machine of 2 cores the 8 start-ups take 4 x 0.5 s.
+  EXPECT_NEAR(Run(job + "parallel --shared_cores=2", calibration).init, 2.0,
+              0.1);
+}
+
+TEST_F(SimTest, OneServerHostIsTheSameAsEveryShard) {
+  // Costs everywhere, a slow worker link, sync and async: the S servers as
+  // one host of S times the link and cores gives what S hosts give.
+  const std::string calibration = Calibration(
+      "startup_cpu 0.01\nstorage_efficiency 0.9\nlink_efficiency 0.95\n"
+      "call_cpu 0.0001\nclient_cpu_per_byte 1e-9\n"
+      "server_cpu_per_byte 2e-9\n");
+  for (const char* consistency : {"async", "sync"}) {
+    const std::string job = absl::StrCat(
+        "--workers=12 --servers=4 --param_bytes=4000000 --compute_ms=30 "
+        "--server_link=200mbit --worker_link=150mbit --server_cores=1 "
+        "--chunk_kb=256 --steps=10 --consistency=",
+        consistency);
+    const Figures one_host = Run(job, calibration);
+    const Figures every = Run(job + " --every_shard", calibration);
+    EXPECT_NEAR(one_host.rate, every.rate, every.rate * 1e-6) << consistency;
+    EXPECT_NEAR(one_host.init, every.init, 1e-9) << consistency;
+  }
+}
+
+TEST_F(SimTest, SyncWorkersWaitForTheSlowestPush) {
+  // Under sync the steps of all workers end together; async and sync agree
+  // when the workers are identical.
+  const std::string job =
+      "--workers=4 --servers=2 --param_bytes=1250000 --compute_ms=20 "
+      "--server_link=100mbit --worker_link=1gbit --steps=10";
+  EXPECT_NEAR(Run(job + " --consistency=sync").rate,
+              Run(job + " --consistency=async").rate, 1e-3);
+}
+
+TEST_F(SimTest, BadInputsAreRefusedByName) {
+  auto [code, out] = Sim("--loader=fast");
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(out.find("--loader must be sequential or parallel"),
+            std::string::npos)
+      << out;
+  std::tie(code, out) = Sim("--server_link=fast");
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(out.find("--server_link: link rate \"fast\""), std::string::npos)
+      << out;
+  std::tie(code, out) = Sim("--workers=0");
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(out.find("workers must be > 0"), std::string::npos) << out;
+  const std::string missing = Calibration("startup_cpu 0\n");
+  std::tie(code, out) = Sim("", missing);
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(out.find("missing key"), std::string::npos) << out;
+  std::tie(code, out) = Sim("", absl::StrCat(tmp_.path(), "/none.txt"));
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(out.find("none.txt"), std::string::npos) << out;
+}
+
+TEST(SimInputsTest, RatesAndCalibrationLines) {
+  EXPECT_DOUBLE_EQ(*ParseRate("100mbit"), 12.5e6);
+  EXPECT_DOUBLE_EQ(*ParseRate("10gbit"), 1.25e9);
+  EXPECT_DOUBLE_EQ(*ParseRate("800kbit"), 1e5);
+  EXPECT_FALSE(ParseRate("100mb").ok());
+  EXPECT_FALSE(ParseRate("-1mbit").ok());
+  absl::StatusOr<Calibration> c = ParseCalibration(kFreeCosts, "c.txt");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->link_efficiency, 1);
+  c = ParseCalibration(absl::StrCat(kFreeCosts, "call_cpu 1\n"), "c.txt");
+  EXPECT_NE(c.status().message().find("c.txt:8: unknown or repeated key"),
+            std::string::npos)
+      << c.status();
+  c = ParseCalibration("startup_cpu x\n", "c.txt");
+  EXPECT_NE(c.status().message().find("c.txt:1: startup_cpu: \"x\""),
+            std::string::npos)
+      << c.status();
+}
+
+TEST(SimSummaryTest, TheLaunchersSteadyWindow) {
+  // Worker 0 ends steps at 1, 2, 3, 4; worker 1 at 2.5, 3.5, 4.5. Window
+  // (2.5, 4]: steps ending at 3, 4 and 3.5: 3 x 10 samples in 1.5 s.
+  const SimResult r =
+      Summarize({0.5, 1.5}, {{1, 2, 3, 4}, {2.5, 3.5, 4.5}}, 10);
+  EXPECT_DOUBLE_EQ(r.init_seconds, 1.5);
+  EXPECT_DOUBLE_EQ(r.samples_per_second, 20);
+  EXPECT_DOUBLE_EQ(r.simulated_seconds, 4.5);
+}
+
+}  // namespace
+}  // namespace sim
