@@ -11,9 +11,13 @@ Calibration (written to OUT/calibration.txt, nothing tuned per point):
     work, shared by the processes that start together on one machine);
   - storage_efficiency: the data set over the sequential loader's extra
     init at N = 1, S = 1, against the nominal storage link;
-  - call_cpu, client/server_cpu_per_byte: shardps-bench on loopback, a large
-    and a one-call table (each side's cost; the two sides run on the two
-    cores at once, so the slower side sets the rate);
+  - call_cpu: shardps-bench on loopback, a large and a one-call table
+    (each side's cost; the two sides run on the two cores at once, so the
+    slower side sets the rate);
+  - client/server_cpu_per_byte: the machine's CPU per step of the
+    N = 1, S = 1 parallel run, less its calls, per byte moved (at least
+    loopback's per-byte cost);
+  - transfer_cv: the spread of that run's pull and push times;
   - link_efficiency: what is left of the N = 1, S = 1 pull and push times
     once those CPU costs are taken out, against the nominal server link.
 Validation: every other point of the sweep, the simulator run with the
@@ -24,6 +28,7 @@ S up to 128 for the demo's settings and for a data-centre setting.
 
 import argparse
 import concurrent.futures
+import csv
 import json
 import math
 import os
@@ -73,7 +78,25 @@ def bench(params):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def calibrate(rows, benches):
+def transfer_cv(sweep, run_dir):
+    """The spread of one worker's pull and push times alone: their
+    standard deviations over their means, averaged (the run's per-step
+    metrics, in runs/ beside the sweep's CSV as sweep.py leaves them)."""
+    path = os.path.join(os.path.dirname(sweep), "runs",
+                        os.path.basename(run_dir), "metrics-0.csv")
+    if not os.path.exists(path):
+        sys.exit(f"scale: {path} is missing: the calibration needs the "
+                 "N = 1, S = 1 parallel run's per-step metrics")
+    with open(path) as f:
+        steps = list(csv.DictReader(f))
+    cvs = []
+    for key in ("pull_ms", "push_ms"):
+        v = [float(s[key]) for s in steps]
+        cvs.append(statistics.pstdev(v) / statistics.mean(v))
+    return statistics.mean(cvs)
+
+
+def calibrate(rows, benches, sweep):
     par, seq = find(rows, 1, 1, "parallel"), find(rows, 1, 1, "sequential")
     big, small = benches
     # Each side's CPU per byte: the slower side sets the loopback rate.
@@ -84,6 +107,11 @@ def calibrate(rows, benches):
     call_cpu = max(0.0, 1 / calls_per_s - call_bytes * per_byte)
     m = par["param_bytes"]
     calls = 2 * max(1, math.ceil(m / (1 << 20)))
+    # The machine's CPU per step of that run (the emulated network's packet
+    # work, nginx and the launcher besides client and server) is more than
+    # loopback's: charged per byte, beyond the calls.
+    machine = par["cpu_utilisation"] * CORES * par["step_seconds"]
+    per_byte = max(per_byte, (machine - calls * 2 * call_cpu) / (2 * 2 * m))
     cpu = calls * 2 * call_cpu + 2 * m * 2 * per_byte
     link_seconds = (par["pull_ms"] + par["push_ms"]) / 1e3 - cpu
     link = 2 * m / link_seconds / abkit.rate_bytes_per_second(
@@ -98,6 +126,7 @@ def calibrate(rows, benches):
         "call_cpu": call_cpu,
         "client_cpu_per_byte": per_byte,
         "server_cpu_per_byte": per_byte,
+        "transfer_cv": transfer_cv(sweep, par["run_dir"]),
     }
 
 
@@ -192,12 +221,16 @@ def validate(rows, calibration, out):
 
 def steady(point):
     """Simulates `point` with more steps until its rate changes < 2%
-    between the window's halves (at most 320 steps)."""
+    between the window's halves: up to 320 steps, 80 from N = 512 on (a
+    step of 1024 workers costs ~1 s here). r["steady"] says whether it
+    got there."""
     steps = point.get("steps", 40)
+    most = 80 if point["workers"] >= 512 else 320
     while True:
         r = simulate(dict(point, steps=steps))
         halves = (r["first_half"], r["second_half"])
-        if abs(halves[0] - halves[1]) < 0.02 * max(halves) or steps >= 320:
+        r["steady"] = abs(halves[0] - halves[1]) < 0.02 * max(halves)
+        if r["steady"] or steps >= most:
             return r
         steps *= 2
 
@@ -286,12 +319,14 @@ def prediction_lines(name, rates, init, need):
              " | smallest S (>= 90%) | init sequential s | init parallel s |",
              "|---" * (len(SS) + 4) + "|"]
     for n in NS:
-        cells = " | ".join(f"{rates[n, s]['samples_per_second']:.0f}"
-                           for s in SS)
+        cells = " | ".join(
+            f"{rates[n, s]['samples_per_second']:.0f}"
+            f"{'' if rates[n, s]['steady'] else '*'}" for s in SS)
         lines.append(f"| {n} | {cells} | {need[n] or '> 128'} | "
                      f"{init[n, 'sequential']:.1f} | "
                      f"{init[n, 'parallel']:.2f} |")
-    return lines + [""]
+    return lines + ["", "(* not steady: halves differ by >= 2% at the "
+                    "most steps simulated)", ""]
 
 
 def main():
@@ -309,7 +344,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     rows = abkit.read_rows(args.sweep)
     benches = [bench(1000000), bench(4096)]
-    cal = calibrate(rows, benches)
+    cal = calibrate(rows, benches, args.sweep)
     cal_path = os.path.join(args.out, "calibration.txt")
     write_calibration(cal_path, cal, [
         f"{args.sweep} (N = 1, S = 1, both loaders)",

@@ -47,6 +47,7 @@ absl::StatusOr<Calibration> ParseCalibration(absl::string_view text,
       {"call_cpu", &c.call_cpu},
       {"client_cpu_per_byte", &c.client_cpu_per_byte},
       {"server_cpu_per_byte", &c.server_cpu_per_byte},
+      {"transfer_cv", &c.transfer_cv},
   };
   int line_number = 0;
   for (absl::string_view line : absl::StrSplit(text, '\n')) {

@@ -52,6 +52,12 @@ struct JobSpec {
   // them at once, so each server sees the same flows at the same times and
   // the max-min shares are the same; it is what makes N = 1024 fast.
   bool every_shard = false;
+  // Asynchronous workers do not step in unison: real ones drift apart
+  // (unequal TCP shares, scheduling), so that one's pull overlaps
+  // another's push. Worker w of N starts its first step w / N of this
+  // after its first batch; Simulate sets it to one uncontended step.
+  double phase_spread_seconds = 0;
+  uint64_t seed = 1;  // of the transfers' variation
 };
 
 struct Calibration {
@@ -61,6 +67,9 @@ struct Calibration {
   double call_cpu = 0;             // CPU seconds per call, each side
   double client_cpu_per_byte = 0;  // encode/decode, a worker
   double server_cpu_per_byte = 0;  // apply/read, a server
+  // The spread of one worker's pull and push times alone (standard
+  // deviation over mean): each simulated transfer's bytes vary so.
+  double transfer_cv = 0;
 };
 
 struct SimResult {

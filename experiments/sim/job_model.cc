@@ -15,13 +15,14 @@ namespace sim {
 namespace {
 
 // Samples of steps ending in (begin, end], per second.
-double RateIn(const std::vector<std::vector<double>>& step_ends, int batch,
-              double begin, double end) {
+double RateIn(const std::vector<std::vector<double>>& step_ends,
+              const std::vector<double>& samples_per_step, double begin,
+              double end) {
   if (end <= begin) return 0;
   double samples = 0;
-  for (const std::vector<double>& w : step_ends) {
-    for (double t : w) {
-      if (t > begin && t <= end) samples += batch;
+  for (size_t w = 0; w < step_ends.size(); ++w) {
+    for (double t : step_ends[w]) {
+      if (t > begin && t <= end) samples += samples_per_step[w];
     }
   }
   return samples / (end - begin);
@@ -69,14 +70,16 @@ absl::Status CheckSpecs(const ClusterSpec& cluster, const JobSpec& job,
         std::pair{"startup_cpu", calibration.startup_cpu},
         std::pair{"call_cpu", calibration.call_cpu},
         std::pair{"client_cpu_per_byte", calibration.client_cpu_per_byte},
-        std::pair{"server_cpu_per_byte", calibration.server_cpu_per_byte}}) {
+        std::pair{"server_cpu_per_byte", calibration.server_cpu_per_byte},
+        std::pair{"transfer_cv", calibration.transfer_cv}}) {
     if (absl::Status s = AtLeastZero(name, value); !s.ok()) return s;
   }
   return absl::OkStatus();
 }
 
 SimResult Summarize(const std::vector<double>& inits,
-                    std::vector<std::vector<double>> step_ends, int batch) {
+                    std::vector<std::vector<double>> step_ends,
+                    const std::vector<double>& samples_per_step) {
   SimResult r;
   double begin = 0, end = 1e300;
   for (size_t w = 0; w < step_ends.size(); ++w) {
@@ -89,7 +92,7 @@ SimResult Summarize(const std::vector<double>& inits,
     end = std::min(end, step_ends[w].back());
     r.simulated_seconds = std::max(r.simulated_seconds, step_ends[w].back());
   }
-  r.samples_per_second = RateIn(step_ends, batch, begin, end);
+  r.samples_per_second = RateIn(step_ends, samples_per_step, begin, end);
   // The halves split at the step end nearest the window's middle, so that
   // a periodic run's halves are equal.
   double middle = begin;
@@ -102,17 +105,30 @@ SimResult Summarize(const std::vector<double>& inits,
       }
     }
   }
-  r.first_half = RateIn(step_ends, batch, begin, middle);
-  r.second_half = RateIn(step_ends, batch, middle, end);
+  r.first_half = RateIn(step_ends, samples_per_step, begin, middle);
+  r.second_half = RateIn(step_ends, samples_per_step, middle, end);
   r.step_ends = std::move(step_ends);
   return r;
 }
 
+double UncontendedStep(const ClusterSpec& cluster, const JobSpec& job,
+                       const Calibration& calibration) {
+  const double rate =
+      std::min(cluster.worker_link, cluster.server_link * job.servers) *
+      calibration.link_efficiency;
+  return job.compute_seconds +
+         job.param_bytes * (job.pull_ratio + job.push_ratio) / rate;
+}
+
 absl::StatusOr<SimResult> Simulate(const ClusterSpec& cluster,
-                                   const JobSpec& job,
+                                   const JobSpec& spec,
                                    const Calibration& calibration) {
-  if (absl::Status s = CheckSpecs(cluster, job, calibration); !s.ok()) {
+  if (absl::Status s = CheckSpecs(cluster, spec, calibration); !s.ok()) {
     return s;
+  }
+  JobSpec job = spec;
+  if (job.consistency == Consistency::kAsync) {
+    job.phase_spread_seconds = UncontendedStep(cluster, job, calibration);
   }
   xbt_log_control_set("xbt_cfg.thres:warning");  // config echoes
   simgrid::s4u::Engine engine("shardps-sim");
@@ -123,11 +139,13 @@ absl::StatusOr<SimResult> Simulate(const ClusterSpec& cluster,
   simgrid::s4u::Engine::set_config("network/crosstraffic:0");
   const Platform platform = BuildPlatform(cluster, job, calibration);
   JobState state(job.workers);
+  std::vector<double> samples_per_step;
   for (int w = 0; w < job.workers; ++w) {
     StartWorker(w, job, calibration, platform, &state);
+    samples_per_step.push_back(job.batch);
   }
   engine.run();
-  return Summarize(state.inits, std::move(state.step_ends), job.batch);
+  return Summarize(state.inits, std::move(state.step_ends), samples_per_step);
 }
 
 }  // namespace sim

@@ -23,11 +23,19 @@ absl::StatusOr<SimResult> Simulate(const ClusterSpec& cluster,
                                    const JobSpec& job,
                                    const Calibration& calibration);
 
+// One step of one worker alone: compute, then its pull and push at the
+// slower of its link and the servers' together (JobSpec::
+// phase_spread_seconds).
+double UncontendedStep(const ClusterSpec& cluster, const JobSpec& job,
+                       const Calibration& calibration);
+
 // The launcher's figures from each worker's init and step end times: init
-// is the slowest worker's; the rate counts `batch` samples per step ending
-// inside the window where every worker was training.
+// is the slowest worker's; the rate counts samples_per_step[w] per step of
+// worker w ending inside the window where every worker was
+// training.
 SimResult Summarize(const std::vector<double>& inits,
-                    std::vector<std::vector<double>> step_ends, int batch);
+                    std::vector<std::vector<double>> step_ends,
+                    const std::vector<double>& samples_per_step);
 
 }  // namespace sim
 

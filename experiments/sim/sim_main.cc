@@ -42,6 +42,7 @@ ABSL_FLAG(int, shared_cores, 0,
           "> 0: every process shares one machine of this many cores (the "
           "emulated cluster); 0: hosts have CPUs of their own.");
 ABSL_FLAG(int, server_cores, 8, "Cores of a server host (shared_cores 0).");
+ABSL_FLAG(uint64_t, seed, 1, "Seed of the transfers' variation.");
 ABSL_FLAG(bool, every_shard, false,
           "Simulate every shard's server and calls (slow at scale); by default "
           "the S servers are one host of S times the link and cores, the same "
@@ -104,6 +105,7 @@ absl::StatusOr<sim::JobSpec> JobFromFlags() {
   job.chunk_bytes = absl::GetFlag(FLAGS_chunk_kb) * 1024.0;
   job.prefetch_batches = absl::GetFlag(FLAGS_prefetch_batches);
   job.every_shard = absl::GetFlag(FLAGS_every_shard);
+  job.seed = absl::GetFlag(FLAGS_seed);
   return job;
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <memory>
 #include <mutex>
+#include <random>
 
 #include "absl/strings/str_cat.h"
 
@@ -60,7 +61,8 @@ class Worker : public std::enable_shared_from_this<Worker> {
         cal_(calibration),
         p_(platform),
         state_(state),
-        ring_(std::max(job.prefetch_batches, 1)) {}
+        ring_(std::max(job.prefetch_batches, 1)),
+        random_(job.seed * 1000003 + w) {}
 
   void Run() {
     StartExec(p_.worker_cpus[w_], cal_.startup_cpu)->wait();
@@ -73,7 +75,11 @@ class Worker : public std::enable_shared_from_this<Worker> {
     }
     for (int step = 0; step < job_.steps; ++step) {
       if (job_.loader == Loader::kParallel) ring_.Take();
-      if (step == 0) state_->inits[w_] = s4u::Engine::get_clock();
+      if (step == 0) {
+        state_->inits[w_] = s4u::Engine::get_clock();
+        s4u::this_actor::sleep_for(job_.phase_spread_seconds * w_ /
+                                   p_.workers.size());
+      }
       if (job_.consistency == Consistency::kSync && step > 0) {
         state_->AwaitPushes(step - 1);
       }
@@ -113,7 +119,9 @@ class Worker : public std::enable_shared_from_this<Worker> {
         shard_calls * cal_.call_cpu + shard_bytes * cal_.server_cpu_per_byte;
     const double client = share * (shard_calls * cal_.call_cpu +
                                    shard_bytes * cal_.client_cpu_per_byte);
-    const double bytes = shard_bytes * share;
+    // Real transfers of the same bytes vary (TCP, scheduling): each takes
+    // the calibrated spread, the same for all its shards.
+    const double bytes = shard_bytes * share * Jitter();
     std::vector<s4u::ActivityPtr> pending;
     std::vector<int> shard_of, stage_of;
     auto start = [&](int s, int stage) {
@@ -144,12 +152,21 @@ class Worker : public std::enable_shared_from_this<Worker> {
     }
   }
 
+  // A factor of mean 1 and the calibrated coefficient of variation,
+  // within [0.5, 1.5].
+  double Jitter() {
+    if (cal_.transfer_cv <= 0) return 1;
+    std::normal_distribution<double> normal(1, cal_.transfer_cv);
+    return std::clamp(normal(random_), 0.5, 1.5);
+  }
+
   const int w_;
   const JobSpec& job_;
   const Calibration& cal_;
   const Platform& p_;
   JobState* const state_;
   BatchRing ring_;
+  std::mt19937_64 random_;
 };
 
 }  // namespace

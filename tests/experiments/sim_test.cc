@@ -20,7 +20,8 @@ namespace {
 constexpr char kFreeCosts[] =
     "# no costs but the links'\n"
     "startup_cpu 0\nstorage_efficiency 1\nlink_efficiency 1\n"
-    "call_cpu 0\nclient_cpu_per_byte 0\nserver_cpu_per_byte 0\n";
+    "call_cpu 0\nclient_cpu_per_byte 0\nserver_cpu_per_byte 0\n"
+    "transfer_cv 0\n";
 
 struct Figures {
   double init = -1, rate = -1, first_half = -1, second_half = -1;
@@ -81,18 +82,25 @@ TEST_F(SimTest, OneWorkerOneServerStepsComputePlusTwoTransfers) {
               16 / 0.15, 16 / 0.15 * 1e-4);
 }
 
-TEST_F(SimTest, SaturatedServerLinksMoveNTimesMOverSBAPhase) {
-  // 16 workers, 4 servers, no compute, fast worker links: every pull (then
-  // every push) moves N * M / S = 5 MB through each 12.5 MB/s server link,
-  // 0.4 s a phase, 0.8 s a step of 16 workers x 16 samples: 320 samples/s.
+TEST_F(SimTest, SaturatedServerLinksMoveNTimesMOverSB) {
+  // 16 workers, 4 servers, no compute, fast worker links. In lockstep
+  // (sync) every pull, then every push, moves N * M / S = 5 MB through
+  // each 12.5 MB/s server link: 0.4 s a phase, 0.8 s a step of 16 workers
+  // x 16 samples: 320 samples/s.
+  const std::string job =
+      "--workers=16 --servers=4 --param_bytes=1250000 --compute_ms=0 "
+      "--server_link=100mbit --worker_link=10gbit --steps=";
   for (const char* mode : {"", " --every_shard"}) {
     SCOPED_TRACE(mode);
-    const Figures f = Run(absl::StrCat(
-        "--workers=16 --servers=4 --param_bytes=1250000 --compute_ms=0 "
-        "--server_link=100mbit --worker_link=10gbit --steps=20",
-        mode));
-    EXPECT_NEAR(f.rate, 320.0, 320.0 * 1e-4);
+    EXPECT_NEAR(Run(absl::StrCat(job, "20 --consistency=sync", mode)).rate,
+                320.0, 320.0 * 1e-4);
   }
+  // Async workers drift apart, pulls overlapping pushes (each direction
+  // has the capacity): a step tends to N * M / (S * B) = 0.4 s, 640
+  // samples/s, which it cannot pass.
+  const Figures async = Run(absl::StrCat(job, "200"));
+  EXPECT_GT(async.rate, 0.9 * 640);
+  EXPECT_LE(async.rate, 640 * (1 + 1e-6));
 }
 
 TEST_F(SimTest, SequentialReadersShareTheStorageLink) {
@@ -100,7 +108,8 @@ TEST_F(SimTest, SequentialReadersShareTheStorageLink) {
   // link: 8 s, after 0.5 s of start-up CPU each on their own cores.
   const std::string calibration = Calibration(
       "startup_cpu 0.5\nstorage_efficiency 1\nlink_efficiency 1\n"
-      "call_cpu 0\nclient_cpu_per_byte 0\nserver_cpu_per_byte 0\n");
+      "call_cpu 0\nclient_cpu_per_byte 0\nserver_cpu_per_byte 0\n"
+      "transfer_cv 0\n");
   const std::string job =
       "--workers=8 --servers=2 --dataset_bytes=10000000 "
       "--storage_link=80mbit --worker_link=1gbit --steps=3 --loader=";
@@ -118,7 +127,7 @@ TEST_F(SimTest, OneServerHostIsTheSameAsEveryShard) {
   const std::string calibration = Calibration(
       "startup_cpu 0.01\nstorage_efficiency 0.9\nlink_efficiency 0.95\n"
       "call_cpu 0.0001\nclient_cpu_per_byte 1e-9\n"
-      "server_cpu_per_byte 2e-9\n");
+      "server_cpu_per_byte 2e-9\ntransfer_cv 0.05\n");
   for (const char* consistency : {"async", "sync"}) {
     const std::string job = absl::StrCat(
         "--workers=12 --servers=4 --param_bytes=4000000 --compute_ms=30 "
@@ -127,19 +136,36 @@ TEST_F(SimTest, OneServerHostIsTheSameAsEveryShard) {
         consistency);
     const Figures one_host = Run(job, calibration);
     const Figures every = Run(job + " --every_shard", calibration);
-    EXPECT_NEAR(one_host.rate, every.rate, every.rate * 1e-6) << consistency;
+    EXPECT_NEAR(one_host.rate, every.rate, every.rate * 1e-3) << consistency;
     EXPECT_NEAR(one_host.init, every.init, 1e-9) << consistency;
   }
 }
 
-TEST_F(SimTest, SyncWorkersWaitForTheSlowestPush) {
-  // Under sync the steps of all workers end together; async and sync agree
-  // when the workers are identical.
+TEST_F(SimTest, SyncWorkersStepInUnisonAsyncOnesOverlap) {
+  // Sync: compute 20 ms, then 4 workers' pulls (4 x 0.625 MB through each
+  // 12.5 MB/s server link, 0.2 s), then their pushes (0.2 s): 0.42 s a
+  // step of 64 samples. Async workers overlap pulls with pushes: faster.
   const std::string job =
       "--workers=4 --servers=2 --param_bytes=1250000 --compute_ms=20 "
-      "--server_link=100mbit --worker_link=1gbit --steps=10";
-  EXPECT_NEAR(Run(job + " --consistency=sync").rate,
-              Run(job + " --consistency=async").rate, 1e-3);
+      "--server_link=100mbit --worker_link=1gbit --steps=20";
+  const double sync = Run(job + " --consistency=sync").rate;
+  EXPECT_NEAR(sync, 64 / 0.42, 64 / 0.42 * 1e-4);
+  EXPECT_GT(Run(job + " --consistency=async").rate, 1.5 * sync);
+}
+
+TEST_F(SimTest, TransfersVaryByTheCalibratedSpreadReproducibly) {
+  const std::string calibration = Calibration(
+      "startup_cpu 0\nstorage_efficiency 1\nlink_efficiency 1\n"
+      "call_cpu 0\nclient_cpu_per_byte 0\nserver_cpu_per_byte 0\n"
+      "transfer_cv 0.2\n");
+  const std::string job =
+      "--workers=8 --servers=2 --param_bytes=1250000 --compute_ms=50 "
+      "--server_link=100mbit --worker_link=1gbit --steps=30 --seed=";
+  const Figures one = Run(job + "1", calibration);
+  EXPECT_EQ(one.rate, Run(job + "1", calibration).rate);
+  EXPECT_NE(one.rate, Run(job + "2", calibration).rate);
+  // Without the spread, the same job is one fixed figure.
+  EXPECT_NE(one.rate, Run(job + "1").rate);
 }
 
 TEST_F(SimTest, BadInputsAreRefusedByName) {
@@ -174,7 +200,7 @@ TEST(SimInputsTest, RatesAndCalibrationLines) {
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->link_efficiency, 1);
   c = ParseCalibration(absl::StrCat(kFreeCosts, "call_cpu 1\n"), "c.txt");
-  EXPECT_NE(c.status().message().find("c.txt:8: unknown or repeated key"),
+  EXPECT_NE(c.status().message().find("c.txt:9: unknown or repeated key"),
             std::string::npos)
       << c.status();
   c = ParseCalibration("startup_cpu x\n", "c.txt");
@@ -187,7 +213,7 @@ TEST(SimSummaryTest, TheLaunchersSteadyWindow) {
   // Worker 0 ends steps at 1, 2, 3, 4; worker 1 at 2.5, 3.5, 4.5. Window
   // (2.5, 4]: steps ending at 3, 4 and 3.5: 3 x 10 samples in 1.5 s.
   const SimResult r =
-      Summarize({0.5, 1.5}, {{1, 2, 3, 4}, {2.5, 3.5, 4.5}}, 10);
+      Summarize({0.5, 1.5}, {{1, 2, 3, 4}, {2.5, 3.5, 4.5}}, {10, 10});
   EXPECT_DOUBLE_EQ(r.init_seconds, 1.5);
   EXPECT_DOUBLE_EQ(r.samples_per_second, 20);
   EXPECT_DOUBLE_EQ(r.simulated_seconds, 4.5);
