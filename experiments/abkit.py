@@ -6,6 +6,7 @@ import csv
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 
@@ -19,7 +20,8 @@ FIELDS = [
     "emulated_compute_ms", "batch", "param_bytes", "dataset_bytes",
     "server_link", "worker_link", "storage_link", "optimizer", "consistency",
     "compression", "bytes_per_step", "pull_bytes_per_step",
-    "push_bytes_per_step", "final_test_accuracy", "run_dir",
+    "push_bytes_per_step", "final_test_accuracy", "transfer_cv", "dropped_packets",
+    "run_dir",
 ]
 TEXT_FIELDS = ("loader", "run_dir", "optimizer", "consistency", "compression")
 
@@ -54,6 +56,24 @@ def make_dataset(data_dir, samples, features=784, classes=10):
                     f"--samples={samples}", f"--features={features}",
                     f"--classes={classes}", "--shards=8"], check=True,
                    stdout=subprocess.DEVNULL)
+
+
+def transfer_cv(run_dir, workers):
+    """How much one worker's pull and push times vary from step to step:
+    their standard deviation over their mean, averaged over both and over
+    the workers (each worker's metrics-<rank>.csv)."""
+    cvs = []
+    for rank in range(workers):
+        path = os.path.join(run_dir, f"metrics-{rank}.csv")
+        if not os.path.exists(path):
+            continue
+        with open(path) as f:
+            steps = list(csv.DictReader(f))
+        for key in ("pull_ms", "push_ms"):
+            v = [float(s[key]) for s in steps]
+            if len(v) > 1 and statistics.mean(v) > 0:
+                cvs.append(statistics.pstdev(v) / statistics.mean(v))
+    return statistics.mean(cvs) if cvs else 0.0
 
 
 def run_point(run_dir, servers, workers, loader, data, links, worker_args,
@@ -108,6 +128,10 @@ def run_point(run_dir, servers, workers, loader, data, links, worker_args,
         "pull_bytes_per_step": sum(x.get("pull_bytes", 0) for x in w) / steps,
         "push_bytes_per_step": sum(x.get("push_bytes", 0) for x in w) / steps,
         "final_test_accuracy": s.get("final_test_accuracy", -1),
+        "transfer_cv": transfer_cv(run_dir, workers),
+        # Packets the emulated links' queues dropped (each a retransmission).
+        "dropped_packets": sum(x.get("dropped_packets", 0)
+                               for x in s.get("link_stats", [])),
         "run_dir": run_dir,
     }
 
@@ -124,8 +148,9 @@ def read_rows(path):
         rows = list(csv.DictReader(f))
     for r in rows:
         for k in FIELDS:
-            # Results written before a column existed lack it.
-            if k in TEXT_FIELDS or k.endswith("_link") or k not in r:
+            # Results written before a column existed lack it (or leave
+            # it empty).
+            if k in TEXT_FIELDS or k.endswith("_link") or not r.get(k):
                 continue
             r[k] = float(r[k]) if "." in r[k] or "e" in r[k] else int(r[k])
     return rows

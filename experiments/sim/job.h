@@ -22,9 +22,11 @@ struct ClusterSpec {
   double latency = 0;  // seconds, one way, between any two hosts
   // > 0: every process shares one machine of this many cores (the emulated
   // cluster); 0: each host has CPUs of its own (server_cores each for a
-  // server, one for a worker's client work).
+  // server, worker_cores for a worker's client work: its calls to the
+  // shards run on up to that many cores at once).
   int shared_cores = 0;
   int server_cores = 8;
+  int worker_cores = 1;
 };
 
 enum class Loader { kSequential, kParallel };

@@ -57,6 +57,7 @@ absl::Status CheckSpecs(const ClusterSpec& cluster, const JobSpec& job,
         std::pair{"steps", static_cast<double>(job.steps)},
         std::pair{"chunk_bytes", job.chunk_bytes},
         std::pair{"server_cores", static_cast<double>(cluster.server_cores)},
+        std::pair{"worker_cores", static_cast<double>(cluster.worker_cores)},
         std::pair{"link_efficiency", calibration.link_efficiency},
         std::pair{"storage_efficiency", calibration.storage_efficiency}}) {
     if (absl::Status s = Positive(name, value); !s.ok()) return s;

@@ -36,6 +36,7 @@ Platform BuildPlatform(const ClusterSpec& cluster, const JobSpec& job,
     machine = zone->create_host("machine", kFlopsPerSecond);
     machine->set_core_count(cluster.shared_cores)->seal();
   }
+  p.worker_cores = machine ? 1 : cluster.worker_cores;
   const bool one_host = !job.every_shard && machine == nullptr;
   p.servers_per_host = one_host ? job.servers : 1;
   const int hosts = one_host ? 1 : job.servers;
@@ -47,7 +48,8 @@ Platform BuildPlatform(const ClusterSpec& cluster, const JobSpec& job,
     p.server_cpus.push_back(machine ? machine : p.servers.back());
   }
   for (int w = 0; w < job.workers; ++w) {
-    p.workers.push_back(AddHost(zone, absl::StrCat("worker-", w), 1,
+    p.workers.push_back(AddHost(zone, absl::StrCat("worker-", w),
+                                cluster.worker_cores,
                                 cluster.worker_link * link, latency));
     p.worker_cpus.push_back(machine ? machine : p.workers.back());
   }

@@ -25,6 +25,8 @@ struct Platform {
   // Where each process's CPU work runs: the shared machine, or its host.
   std::vector<simgrid::s4u::Host*> worker_cpus;
   std::vector<simgrid::s4u::Host*> server_cpus;
+  // Cores a worker's client work may use at once (1 on a shared machine).
+  int worker_cores = 1;
 };
 
 // Creates the hosts and links of `job`'s workers and servers on `cluster`,

@@ -42,6 +42,8 @@ ABSL_FLAG(int, shared_cores, 0,
           "> 0: every process shares one machine of this many cores (the "
           "emulated cluster); 0: hosts have CPUs of their own.");
 ABSL_FLAG(int, server_cores, 8, "Cores of a server host (shared_cores 0).");
+ABSL_FLAG(int, worker_cores, 1,
+          "Cores of a worker host for its client work (shared_cores 0).");
 ABSL_FLAG(uint64_t, seed, 1, "Seed of the transfers' variation.");
 ABSL_FLAG(bool, every_shard, false,
           "Simulate every shard's server and calls (slow at scale); by default "
@@ -125,6 +127,7 @@ absl::StatusOr<sim::ClusterSpec> ClusterFromFlags() {
   c.latency = absl::GetFlag(FLAGS_latency_ms) / 1e3;
   c.shared_cores = absl::GetFlag(FLAGS_shared_cores);
   c.server_cores = absl::GetFlag(FLAGS_server_cores);
+  c.worker_cores = absl::GetFlag(FLAGS_worker_cores);
   return c;
 }
 

@@ -114,14 +114,19 @@ class Worker : public std::enable_shared_from_this<Worker> {
         std::max(1.0, std::ceil(shard_bytes / job_.chunk_bytes));
     // A server's work for its shard (a host standing for `share` servers
     // runs it once on each of `share` threads); the client's for the
-    // shards this call stands for, on the worker's one core.
+    // shards this call stands for, split over as many of the worker's
+    // cores as there are such shards.
     const double server =
         shard_calls * cal_.call_cpu + shard_bytes * cal_.server_cpu_per_byte;
-    const double client = share * (shard_calls * cal_.call_cpu +
-                                   shard_bytes * cal_.client_cpu_per_byte);
+    const int client_threads = std::min(share, p_.worker_cores);
+    const double client =
+        share *
+        (shard_calls * cal_.call_cpu + shard_bytes * cal_.client_cpu_per_byte) /
+        client_threads;
     // Real transfers of the same bytes vary (TCP, scheduling): each takes
     // the calibrated spread, the same for all its shards.
-    const double bytes = shard_bytes * share * Jitter();
+    std::vector<double> bytes(shards);
+    for (double& b : bytes) b = shard_bytes * share * Jitter();
     std::vector<s4u::ActivityPtr> pending;
     std::vector<int> shard_of, stage_of;
     auto start = [&](int s, int stage) {
@@ -130,12 +135,12 @@ class Worker : public std::enable_shared_from_this<Worker> {
       const bool on_server = pull ? stage == 0 : stage == 2;
       if (cpu_stage) {
         a = on_server ? StartExec(p_.server_cpus[s], server, share)
-                      : StartExec(p_.worker_cpus[w_], client);
+                      : StartExec(p_.worker_cpus[w_], client, client_threads);
       } else {
         a = pull ? s4u::Comm::sendto_async(p_.servers[s], p_.workers[w_],
-                                           static_cast<uint64_t>(bytes))
+                                           static_cast<uint64_t>(bytes[s]))
                  : s4u::Comm::sendto_async(p_.workers[w_], p_.servers[s],
-                                           static_cast<uint64_t>(bytes));
+                                           static_cast<uint64_t>(bytes[s]));
       }
       pending.push_back(a);
       shard_of.push_back(s);
