@@ -69,8 +69,9 @@ struct Calibration {
   double call_cpu = 0;             // CPU seconds per call, each side
   double client_cpu_per_byte = 0;  // encode/decode, a worker
   double server_cpu_per_byte = 0;  // apply/read, a server
-  // The spread of one worker's pull and push times alone (standard
-  // deviation over mean): each simulated transfer's bytes vary so.
+  // How much a transfer varies once others share its links (standard
+  // deviation over mean; experiments/scale.py fits it on one server's
+  // runs): each shard's part of a pull or push varies so, on its own.
   double transfer_cv = 0;
 };
 
