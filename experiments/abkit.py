@@ -20,8 +20,8 @@ FIELDS = [
     "emulated_compute_ms", "batch", "param_bytes", "dataset_bytes",
     "server_link", "worker_link", "storage_link", "optimizer", "consistency",
     "compression", "bytes_per_step", "pull_bytes_per_step",
-    "push_bytes_per_step", "final_test_accuracy", "transfer_cv", "dropped_packets",
-    "run_dir",
+    "push_bytes_per_step", "final_test_accuracy", "transfer_cv",
+    "dropped_packets", "run_dir",
 ]
 TEXT_FIELDS = ("loader", "run_dir", "optimizer", "consistency", "compression")
 

@@ -17,11 +17,11 @@ Calibration (written to OUT/calibration.txt, nothing tuned per point):
   - client/server_cpu_per_byte: the machine's CPU per step of the
     N = 1, S = 1 parallel run, less its calls, per byte moved (at least
     loopback's per-byte cost);
-  - transfer_cv: the spread of that run's pull and push times (the
-    sweep's transfer_cv column);
+  - transfer_cv: how much a shard's transfer varies once workers share
+    the links, fitted on the S = 1 column (fit_contention);
   - link_efficiency: what is left of the N = 1, S = 1 pull and push times
     once those CPU costs are taken out, against the nominal server link.
-Validation: every other point of the sweep, the simulator run with the
+Validation: every S >= 2 point of the sweep, the simulator run with the
 sweep's own settings (20 steps, the launcher's steady window), beside
 experiments/perfmodel.py on the same points. Prediction: N up to 1024 and
 S up to 128 for the demo's settings and for a data-centre setting.
@@ -189,21 +189,23 @@ def fit_contention(rows, cal, sources, out):
     value and the fit's table."""
     points = [r for r in rows if r["ok"] == 1 and r["servers"] == 1 and
               r["workers"] > 1]
+    if not points:
+        sys.exit("scale: the sweep has no successful S=1, N>1 run to fit "
+                 "transfer_cv on (run `make sweep` first)")
     path = os.path.join(out, "calibration-fit.txt")
     lines = ["| transfer_cv | median error, S = 1 samples/s | max |",
              "|---|---|---|"]
-    best = None
+    medians = []
     for cv in CVS:
         write_calibration(path, dict(cal, transfer_cv=cv), sources)
         sims = simulate_seeds([sweep_point(r, path) for r in points])
         e = [err(sim["samples_per_second"], r["samples_per_second"])
              for r, sim in zip(points, sims)]
-        lines.append(f"| {cv:.2f} | {100 * statistics.median(e):.1f}% | "
+        medians.append(statistics.median(e))
+        lines.append(f"| {cv:.2f} | {100 * medians[-1]:.1f}% | "
                      f"{100 * max(e):.1f}% |")
-        if best is None or statistics.median(e) < best[1]:
-            best = (cv, statistics.median(e))
     os.remove(path)
-    return best[0], lines
+    return CVS[medians.index(min(medians))], lines
 
 
 def validate(rows, calibration, out):
@@ -388,6 +390,8 @@ def main():
         sys.exit(f"scale: {SIM} is missing (libsimgrid-dev, then make build)")
     start = time.monotonic()
     os.makedirs(args.out, exist_ok=True)
+    if not os.path.exists(args.sweep):
+        sys.exit(f"scale: {args.sweep} is missing (run `make sweep` first)")
     rows = abkit.read_rows(args.sweep)
     benches = [bench(1000000), bench(4096)]
     cal = calibrate(rows, benches)

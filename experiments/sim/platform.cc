@@ -49,8 +49,8 @@ Platform BuildPlatform(const ClusterSpec& cluster, const JobSpec& job,
   }
   for (int w = 0; w < job.workers; ++w) {
     p.workers.push_back(AddHost(zone, absl::StrCat("worker-", w),
-                                cluster.worker_cores,
-                                cluster.worker_link * link, latency));
+                                p.worker_cores, cluster.worker_link * link,
+                                latency));
     p.worker_cpus.push_back(machine ? machine : p.workers.back());
   }
   p.storage =

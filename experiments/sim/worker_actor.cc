@@ -123,8 +123,9 @@ class Worker : public std::enable_shared_from_this<Worker> {
         share *
         (shard_calls * cal_.call_cpu + shard_bytes * cal_.client_cpu_per_byte) /
         client_threads;
-    // Real transfers of the same bytes vary (TCP, scheduling): each takes
-    // the calibrated spread, the same for all its shards.
+    // Real transfers of the same bytes vary (TCP, scheduling): each
+    // shard's part takes the calibrated spread on its own, and the
+    // transfer ends with the slowest.
     std::vector<double> bytes(shards);
     for (double& b : bytes) b = shard_bytes * share * Jitter();
     std::vector<s4u::ActivityPtr> pending;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "experiments/sim/inputs.h"
 #include "experiments/sim/job_model.h"
 #include "ps/base/program.h"
@@ -22,6 +23,13 @@ constexpr char kFreeCosts[] =
     "startup_cpu 0\nstorage_efficiency 1\nlink_efficiency 1\n"
     "call_cpu 0\nclient_cpu_per_byte 0\nserver_cpu_per_byte 0\n"
     "transfer_cv 0\n";
+
+// The same, with each transfer varying by `cv`.
+std::string FreeCostsVarying(double cv) {
+  return absl::StrReplaceAll(
+      kFreeCosts,
+      {{"transfer_cv 0\n", absl::StrCat("transfer_cv ", cv, "\n")}});
+}
 
 struct Figures {
   double init = -1, rate = -1, first_half = -1, second_half = -1;
@@ -151,10 +159,7 @@ TEST_F(SimTest, TheSlowestShardEndsEachTransfer) {
   // (mean 1) leaves the rate as it was; with 8 shards a step takes the
   // expected largest of 8 draws, 1 + 1.42 x 0.3 of a mean step (clamped
   // at 1.5): the rate falls to about 0.72 of the steady one.
-  const std::string spread = Calibration(
-      "startup_cpu 0\nstorage_efficiency 1\nlink_efficiency 1\n"
-      "call_cpu 0\nclient_cpu_per_byte 0\nserver_cpu_per_byte 0\n"
-      "transfer_cv 0.3\n");
+  const std::string spread = Calibration(FreeCostsVarying(0.3));
   for (int servers : {1, 8}) {
     const std::string job = absl::StrCat(
         "--workers=1 --every_shard --param_bytes=1250000 --compute_ms=0 "
@@ -183,10 +188,7 @@ TEST_F(SimTest, SyncWorkersStepInUnisonAsyncOnesOverlap) {
 }
 
 TEST_F(SimTest, TransfersVaryByTheCalibratedSpreadReproducibly) {
-  const std::string calibration = Calibration(
-      "startup_cpu 0\nstorage_efficiency 1\nlink_efficiency 1\n"
-      "call_cpu 0\nclient_cpu_per_byte 0\nserver_cpu_per_byte 0\n"
-      "transfer_cv 0.2\n");
+  const std::string calibration = Calibration(FreeCostsVarying(0.2));
   const std::string job =
       "--workers=8 --servers=2 --param_bytes=1250000 --compute_ms=50 "
       "--server_link=100mbit --worker_link=1gbit --steps=30 --seed=";
