@@ -91,11 +91,16 @@ class ContainerTest : public testing::Test {
 };
 
 TEST_F(ContainerTest, ImageRunsTwoServersAndTwoWorkers) {
-  auto [code, out] = Shell(absl::StrCat(
-      "cd ", kSource,
-      " && podman build --isolation chroot --network host --pull=never "
-      "--build-arg BASE=localhost/debian:bookworm -f deploy/Dockerfile -t ",
-      kImage, " ."));
+  // The build compiles the project on two cores, beside other suites: it
+  // has ~5 minutes alone, so more than Shell's usual limit (the suite's
+  // ctest timeout is 25 minutes).
+  auto [code, out] = Shell(
+      absl::StrCat(
+          "cd ", kSource,
+          " && podman build --isolation chroot --network host --pull=never "
+          "--build-arg BASE=localhost/debian:bookworm -f deploy/Dockerfile -t ",
+          kImage, " ."),
+      absl::Minutes(15));
   // The build stage, and the image this tag named before, stay behind as
   // unnamed images (over 1 GB each in vfs storage): removed whether or not
   // the build worked. The storage is this suite's own (podman-setup.sh).

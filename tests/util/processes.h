@@ -51,8 +51,9 @@ inline std::pair<int, std::string> RunCommand(
 }
 
 // Runs `command` with /bin/sh; as RunCommand.
-inline std::pair<int, std::string> Shell(const std::string& command) {
-  return RunCommand({"/bin/sh", "-c", command});
+inline std::pair<int, std::string> Shell(
+    const std::string& command, absl::Duration limit = absl::Seconds(300)) {
+  return RunCommand({"/bin/sh", "-c", command}, limit);
 }
 
 inline bool Alive(pid_t pid) {
