@@ -6,25 +6,30 @@ calibrated on, then predict what one machine cannot run.
   experiments/scale.py [--sweep experiments/results/sweep/results.csv]
                        [--bench BENCH.json] [--out experiments/results/scale]
 
-Calibration (written to OUT/calibration.txt, nothing tuned per point):
+Calibration (written to OUT/calibration.txt, nothing tuned per point),
+from the sweep's N = 1 runs and S = 1 runs and two shardps-bench runs:
   - startup_cpu: the parallel loader's init at N = 1, S = 1 (start-up is CPU
     work, shared by the processes that start together on one machine);
   - storage_efficiency: the data set over the sequential loader's extra
     init at N = 1, S = 1, against the nominal storage link;
-  - call_cpu: shardps-bench on loopback, a large and a one-call table
-    (each side's cost; the two sides run on the two cores at once, so the
-    slower side sets the rate);
-  - client/server_cpu_per_byte: the machine's CPU per step of the
-    N = 1, S = 1 parallel run, less its calls, per byte moved (at least
-    loopback's per-byte cost);
-  - transfer_cv: how much a shard's transfer varies once workers share
-    the links, fitted on the S = 1 column (fit_contention);
-  - link_efficiency: what is left of the N = 1, S = 1 pull and push times
-    once those CPU costs are taken out, against the nominal server link.
-Validation: every S >= 2 point of the sweep, the simulator run with the
-sweep's own settings (20 steps, the launcher's steady window), beside
-experiments/perfmodel.py on the same points. Prediction: N up to 1024 and
-S up to 128 for the demo's settings and for a data-centre setting.
+  - call_cpu, client/server_cpu_per_byte: shardps-bench on loopback, a
+    large and a one-call table (each side's cost; the two sides run on the
+    two cores at once, so the slower side sets the rate);
+  - wire_cpu_per_byte: the machine's CPU per step of the N = 1, S = 1
+    parallel run beyond those costs, per byte moved (spent while the bytes
+    flow);
+  - pull/push_efficiency and pull/push_delay: a line through the N = 1
+    runs' pull and push times against a shard's bytes (S = 1, 2, 4: the
+    server link is the limit): its slope against the nominal server link,
+    its intercept (fit_direction);
+  - transfer_cv and queued_push_bytes: how much a shard's transfer varies
+    once workers share the links, and how many push bytes a pull's request
+    queues behind, fitted on the S = 1 column (fit_contention).
+Validation: every sweep point with N >= 2 and S >= 2, the simulator run
+with the sweep's own settings (its steps, the launcher's steady window),
+beside experiments/perfmodel.py on the same points. Prediction: N up to
+1024 and S up to 128 for the demo's settings and for a data-centre
+setting.
 """
 
 import argparse
@@ -52,9 +57,11 @@ CORES = os.cpu_count() or 2
 # compute. ImageNet's 1.28M training images, ~110 KB each. 10 Gbit/s links
 # everywhere, 25 Gbit/s storage, 50 us one way, servers of 16 cores, 4
 # cores of a worker's host for its client work (a DGX-1 has 40 for its 8
-# GPUs). The CPU costs per call and per byte are this machine's, as
+# GPUs). The CPU costs and the transfers' delays are this machine's, as
 # calibrated: they include the emulated network's kernel work, so they are
-# pessimistic for a real NIC.
+# pessimistic for a real NIC; the links' efficiencies are the emulated
+# links', at most 1 (the emulated ingress shaper passes pushes faster than
+# its nominal rate; a real link does not).
 DATACENTRE = {
     "param_bytes": 25.6e6 * 4, "dataset_bytes": 1.28e6 * 110e3,
     "sample_bytes": 110e3, "batch": 64, "compute_ms": 1e3 * 64 / 367,
@@ -82,6 +89,28 @@ def bench(params):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def fit_direction(rows, key, serial_per_byte, call_cpu):
+    """One direction's ("pull_ms" or "push_ms") efficiency and delay: a line
+    through the N = 1 runs' transfer times against a shard's bytes, over
+    the S whose server links are the limit (S links slower than the
+    worker's), both loaders. Its slope, less the CPU per byte before and
+    after the bytes' way, is the server link's goodput; its intercept, less
+    a call's CPU at each end, what a transfer costs beyond bytes and CPU."""
+    pts = [(r["param_bytes"] / r["servers"], r[key] / 1e3) for r in rows
+           if r["ok"] == 1 and r["workers"] == 1 and
+           r["servers"] * abkit.rate_bytes_per_second(r["server_link"]) <=
+           abkit.rate_bytes_per_second(r["worker_link"])]
+    if len({x for x, _ in pts}) < 2:
+        sys.exit("scale: the sweep needs N = 1 runs at two or more S whose "
+                 f"server links are the limit to calibrate {key} (run `make "
+                 "sweep` first)")
+    line = statistics.linear_regression([x for x, _ in pts],
+                                        [y for _, y in pts])
+    rate = abkit.rate_bytes_per_second(rows[0]["server_link"])
+    return (1 / (rate * (line.slope - serial_per_byte)),
+            max(0.0, line.intercept - 2 * call_cpu))
+
+
 def calibrate(rows, benches):
     par, seq = find(rows, 1, 1, "parallel"), find(rows, 1, 1, "sequential")
     big, small = benches
@@ -93,25 +122,30 @@ def calibrate(rows, benches):
     call_cpu = max(0.0, 1 / calls_per_s - call_bytes * per_byte)
     m = par["param_bytes"]
     calls = 2 * max(1, math.ceil(m / (1 << 20)))
-    # The machine's CPU per step of that run (the emulated network's packet
-    # work, nginx and the launcher besides client and server) is more than
-    # loopback's: charged per byte, beyond the calls.
+    # The machine's CPU per step of that run beyond the calls and both
+    # ends' own work (the emulated network's packet work, nginx, the
+    # launcher), per byte moved.
     machine = par["cpu_utilisation"] * CORES * par["step_seconds"]
-    per_byte = max(per_byte, (machine - calls * 2 * call_cpu) / (2 * 2 * m))
-    cpu = calls * 2 * call_cpu + 2 * m * 2 * per_byte
-    link_seconds = (par["pull_ms"] + par["push_ms"]) / 1e3 - cpu
-    link = 2 * m / link_seconds / abkit.rate_bytes_per_second(
-        par["server_link"])
+    wire = max(0.0, (machine - calls * 2 * call_cpu - 2 * m * 2 * per_byte) /
+               (2 * m))
+    pull_efficiency, pull_delay = fit_direction(rows, "pull_ms",
+                                                2 * per_byte, call_cpu)
+    push_efficiency, push_delay = fit_direction(rows, "push_ms",
+                                                2 * per_byte, call_cpu)
     storage = par["dataset_bytes"] / max(
         seq["init_seconds"] - par["init_seconds"], 1e-9)
     return {
         "startup_cpu": par["init_seconds"],
         "storage_efficiency": storage / abkit.rate_bytes_per_second(
             par["storage_link"]),
-        "link_efficiency": link,
+        "pull_efficiency": pull_efficiency,
+        "push_efficiency": push_efficiency,
+        "pull_delay": pull_delay,
+        "push_delay": push_delay,
         "call_cpu": call_cpu,
         "client_cpu_per_byte": per_byte,
         "server_cpu_per_byte": per_byte,
+        "wire_cpu_per_byte": wire,
     }
 
 
@@ -167,7 +201,7 @@ def sweep_point(r, calibration):
         "param_bytes": r["param_bytes"], "dataset_bytes": r["dataset_bytes"],
         "sample_bytes": r["dataset_bytes"] / SWEEP_TRAIN_RECORDS,
         "batch": r["batch"],
-        "steps": 20, "compute_ms": r["emulated_compute_ms"],
+        "steps": r.get("steps") or 20, "compute_ms": r["emulated_compute_ms"],
         "server_link": r["server_link"], "worker_link": r["worker_link"],
         "storage_link": r["storage_link"], "shared_cores": CORES,
     }
@@ -177,42 +211,51 @@ def err(pred, meas):
     return abs(pred - meas) / meas if meas > 0 else float("nan")
 
 
-CVS = [round(0.05 * i, 2) for i in range(13)]  # 0 .. 0.6
+CVS = [0.0, 0.1, 0.2, 0.3]
+WINDOWS = [0, 16e3, 32e3, 48e3, 64e3, 96e3, 128e3, 192e3, 256e3]
 
 
 def fit_contention(rows, cal, sources, out):
-    """transfer_cv: how much one transfer's time varies once others share
-    its links. A worker alone shows none of it, so it is fitted on the
-    S = 1 column (one link shared by N = 2 .. 16 workers, both loaders):
-    the CVS value whose simulated samples/s has the smallest median error
-    there. The other servers' columns are never seen. Returns the chosen
-    value and the fit's table."""
+    """transfer_cv and queued_push_bytes: how much one transfer's time
+    varies once others share its links, and how many push bytes of a
+    connection a pull's request waits behind. A worker alone shows neither,
+    so they are fitted on the S = 1 column (one link shared by N = 2 .. 16
+    workers, both loaders): the pair of CVS x WINDOWS whose simulated
+    samples/s has the smallest median error there. The other servers'
+    columns are never seen. Returns the pair and the fit's table."""
     points = [r for r in rows if r["ok"] == 1 and r["servers"] == 1 and
               r["workers"] > 1]
     if not points:
         sys.exit("scale: the sweep has no successful S=1, N>1 run to fit "
-                 "transfer_cv on (run `make sweep` first)")
+                 "the contention on (run `make sweep` first)")
     path = os.path.join(out, "calibration-fit.txt")
-    lines = ["| transfer_cv | median error, S = 1 samples/s | max |",
-             "|---|---|---|"]
-    medians = []
-    for cv in CVS:
-        write_calibration(path, dict(cal, transfer_cv=cv), sources)
-        sims = simulate_seeds([sweep_point(r, path) for r in points])
-        e = [err(sim["samples_per_second"], r["samples_per_second"])
-             for r, sim in zip(points, sims)]
-        medians.append(statistics.median(e))
-        lines.append(f"| {cv:.2f} | {100 * medians[-1]:.1f}% | "
-                     f"{100 * max(e):.1f}% |")
+    lines = ["| queued_push_bytes | " +
+             " | ".join(f"transfer_cv {cv:.1f}" for cv in CVS) + " |",
+             "|---" * (len(CVS) + 1) + "|"]
+    best = None
+    for window in WINDOWS:
+        cells = []
+        for cv in CVS:
+            write_calibration(path, dict(cal, transfer_cv=cv,
+                                         queued_push_bytes=window), sources)
+            sims = simulate_seeds([sweep_point(r, path) for r in points])
+            e = [err(sim["samples_per_second"], r["samples_per_second"])
+                 for r, sim in zip(points, sims)]
+            median = statistics.median(e)
+            cells.append(f"{100 * median:.1f}% (max {100 * max(e):.0f}%)")
+            if best is None or median < best[0]:
+                best = (median, cv, window)
+        lines.append(f"| {window:.0f} | " + " | ".join(cells) + " |")
     os.remove(path)
-    return CVS[medians.index(min(medians))], lines
+    return best[1], best[2], lines
 
 
 def validate(rows, calibration, out):
-    """Every sweep point the calibration did not use (S >= 2): simulator
-    and perfmodel against the measurement. Returns the table's lines and
-    the errors."""
-    points = [r for r in rows if r["ok"] == 1 and r["servers"] > 1]
+    """Every sweep point the calibration did not use (N >= 2, S >= 2):
+    simulator and perfmodel against the measurement. Returns the table's
+    lines and the errors."""
+    points = [r for r in rows if r["ok"] == 1 and r["servers"] > 1 and
+              r["workers"] > 1]
     sims = simulate_seeds([sweep_point(r, calibration) for r in points])
     model = perfmodel.calibrate(rows)
     lines = ["| S | N | loader | init meas | sim | err | model | err | "
@@ -397,33 +440,42 @@ def main():
     cal = calibrate(rows, benches)
     sources = [
         f"{os.path.relpath(args.sweep, abkit.ROOT)} (N = 1, S = 1, both "
-        "loaders; transfer_cv: the S = 1 column)",
+        "loaders; pull/push_efficiency: the N = 1 row; transfer_cv: the "
+        "S = 1 column)",
         "shardps-bench --spawn_servers=1 --params=1000000: "
         f"push {benches[0]['push_MBps']} pull {benches[0]['pull_MBps']} MB/s",
         "shardps-bench --spawn_servers=1 --params=4096: "
         f"push {benches[1]['push_MBps']} MB/s"]
-    cal["transfer_cv"], fit = fit_contention(rows, cal, sources, args.out)
+    cal["transfer_cv"], cal["queued_push_bytes"], fit = fit_contention(
+        rows, cal, sources, args.out)
     cal_path = os.path.join(args.out, "calibration.txt")
     write_calibration(cal_path, cal, sources)
     lines, _ = validate(rows, cal_path, args.out)
     report = ["# Scale simulation", "",
               f"Calibration: `{os.path.relpath(cal_path, abkit.ROOT)}`; "
               f"sweep: `{os.path.relpath(args.sweep, abkit.ROOT)}`.", "",
-              "## Calibration of transfer_cv (the S = 1 column; simulated "
-              f"samples/s, mean of seeds {', '.join(map(str, SEEDS))})", ""]
-    report += fit + ["", f"Chosen: {cal['transfer_cv']:.2f}.", "",
-                     "## Validation (S >= 2: points the calibration did "
-                     "not use)", ""]
+              "## Calibration of the contention (the S = 1 column; median "
+              "error of simulated samples/s, mean of seeds "
+              f"{', '.join(map(str, SEEDS))})", ""]
+    report += fit + ["", f"Chosen: transfer_cv {cal['transfer_cv']:.1f}, "
+                     f"queued_push_bytes {cal['queued_push_bytes']:.0f}.", "",
+                     "## Validation (N >= 2 and S >= 2: points the "
+                     "calibration did not use)", ""]
     report += lines + [""]
     if not args.validate_only:
         report += ["## Predictions (parallel loader; samples/s)", ""]
-        for name, setting in (("demo", demo_setting(rows)),
-                              ("datacentre", DATACENTRE)):
-            rates, init = predict(setting, cal_path)
+        real_links = os.path.join(args.out, "calibration-datacentre.txt")
+        write_calibration(real_links, dict(
+            cal, pull_efficiency=min(1, cal["pull_efficiency"]),
+            push_efficiency=min(1, cal["push_efficiency"])), sources)
+        for name, setting, path in (
+                ("demo", demo_setting(rows), cal_path),
+                ("datacentre", DATACENTRE, real_links)):
+            rates, init = predict(setting, path)
             need = servers_needed(rates)
             plot(name, rates, init, need, args.out)
             report += prediction_lines(name, rates, init, need)
-            report += one_host_check(setting, cal_path)
+            report += one_host_check(setting, path)
             report += [f"![{name}]({name}.png)", ""]
     report.append(f"(all of it took {time.monotonic() - start:.0f} s here)")
     text = "\n".join(report) + "\n"

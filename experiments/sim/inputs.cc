@@ -43,11 +43,16 @@ absl::StatusOr<Calibration> ParseCalibration(absl::string_view text,
   std::map<std::string, double*> fields = {
       {"startup_cpu", &c.startup_cpu},
       {"storage_efficiency", &c.storage_efficiency},
-      {"link_efficiency", &c.link_efficiency},
+      {"pull_efficiency", &c.pull_efficiency},
+      {"push_efficiency", &c.push_efficiency},
+      {"pull_delay", &c.pull_delay},
+      {"push_delay", &c.push_delay},
       {"call_cpu", &c.call_cpu},
       {"client_cpu_per_byte", &c.client_cpu_per_byte},
       {"server_cpu_per_byte", &c.server_cpu_per_byte},
+      {"wire_cpu_per_byte", &c.wire_cpu_per_byte},
       {"transfer_cv", &c.transfer_cv},
+      {"queued_push_bytes", &c.queued_push_bytes},
   };
   int line_number = 0;
   for (absl::string_view line : absl::StrSplit(text, '\n')) {

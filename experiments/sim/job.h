@@ -63,16 +63,32 @@ struct JobSpec {
 };
 
 struct Calibration {
-  double startup_cpu = 0;          // CPU seconds from process start to data
-  double storage_efficiency = 1;   // goodput / nominal of the storage link
-  double link_efficiency = 1;      // the same, parameter traffic
+  double startup_cpu = 0;         // CPU seconds from process start to data
+  double storage_efficiency = 1;  // goodput / nominal of the storage link
+  // The same for a pull's and for a push's bytes (they cross the links'
+  // shapers in opposite directions, and are measured apart).
+  double pull_efficiency = 1;
+  double push_efficiency = 1;
+  // What every pull (push) takes beyond its bytes and CPU, seconds: the
+  // round trips of its calls and what else a transfer of no bytes would
+  // cost (fitted with the efficiencies).
+  double pull_delay = 0;
+  double push_delay = 0;
   double call_cpu = 0;             // CPU seconds per call, each side
   double client_cpu_per_byte = 0;  // encode/decode, a worker
   double server_cpu_per_byte = 0;  // apply/read, a server
+  // The CPU the bytes cost on their way (the kernels' packet work; on the
+  // emulated cluster also its veths, bridge and shapers), per byte: spent
+  // while they flow, half at each end.
+  double wire_cpu_per_byte = 0;
   // How much a transfer varies once others share its links (standard
   // deviation over mean; experiments/scale.py fits it on one server's
   // runs): each shard's part of a pull or push varies so, on its own.
   double transfer_cv = 0;
+  // Push bytes one connection has queued on a server's link at most (its
+  // TCP window): a pull's request waits behind them, as the links' queues
+  // are one FIFO for requests and bulk data. 0: requests never wait.
+  double queued_push_bytes = 0;
 };
 
 struct SimResult {

@@ -58,7 +58,8 @@ absl::Status CheckSpecs(const ClusterSpec& cluster, const JobSpec& job,
         std::pair{"chunk_bytes", job.chunk_bytes},
         std::pair{"server_cores", static_cast<double>(cluster.server_cores)},
         std::pair{"worker_cores", static_cast<double>(cluster.worker_cores)},
-        std::pair{"link_efficiency", calibration.link_efficiency},
+        std::pair{"pull_efficiency", calibration.pull_efficiency},
+        std::pair{"push_efficiency", calibration.push_efficiency},
         std::pair{"storage_efficiency", calibration.storage_efficiency}}) {
     if (absl::Status s = Positive(name, value); !s.ok()) return s;
   }
@@ -69,10 +70,14 @@ absl::Status CheckSpecs(const ClusterSpec& cluster, const JobSpec& job,
         std::pair{"sample_bytes", job.sample_bytes},
         std::pair{"compute_seconds", job.compute_seconds},
         std::pair{"startup_cpu", calibration.startup_cpu},
+        std::pair{"pull_delay", calibration.pull_delay},
+        std::pair{"push_delay", calibration.push_delay},
         std::pair{"call_cpu", calibration.call_cpu},
         std::pair{"client_cpu_per_byte", calibration.client_cpu_per_byte},
         std::pair{"server_cpu_per_byte", calibration.server_cpu_per_byte},
-        std::pair{"transfer_cv", calibration.transfer_cv}}) {
+        std::pair{"wire_cpu_per_byte", calibration.wire_cpu_per_byte},
+        std::pair{"transfer_cv", calibration.transfer_cv},
+        std::pair{"queued_push_bytes", calibration.queued_push_bytes}}) {
     if (absl::Status s = AtLeastZero(name, value); !s.ok()) return s;
   }
   return absl::OkStatus();
@@ -115,10 +120,12 @@ SimResult Summarize(const std::vector<double>& inits,
 double UncontendedStep(const ClusterSpec& cluster, const JobSpec& job,
                        const Calibration& calibration) {
   const double rate =
-      std::min(cluster.worker_link, cluster.server_link * job.servers) *
-      calibration.link_efficiency;
+      std::min(cluster.worker_link, cluster.server_link * job.servers);
   return job.compute_seconds +
-         job.param_bytes * (job.pull_ratio + job.push_ratio) / rate;
+         job.param_bytes *
+             (job.pull_ratio / calibration.pull_efficiency +
+              job.push_ratio / calibration.push_efficiency) /
+             rate;
 }
 
 absl::StatusOr<SimResult> Simulate(const ClusterSpec& cluster,
@@ -134,12 +141,12 @@ absl::StatusOr<SimResult> Simulate(const ClusterSpec& cluster,
   xbt_log_control_set("xbt_cfg.thres:warning");  // config echoes
   simgrid::s4u::Engine engine("shardps-sim");
   // The plain max-min sharing of link capacities: no TCP correction
-  // factors, no acknowledgement traffic; the calibrated link efficiency
-  // stands for both.
+  // factors, no acknowledgement traffic; the calibrated pull and push
+  // efficiencies stand for both.
   simgrid::s4u::Engine::set_config("network/model:CM02");
   simgrid::s4u::Engine::set_config("network/crosstraffic:0");
   const Platform platform = BuildPlatform(cluster, job, calibration);
-  JobState state(job.workers);
+  JobState state(job.workers, static_cast<int>(platform.servers.size()));
   std::vector<double> samples_per_step;
   for (int w = 0; w < job.workers; ++w) {
     StartWorker(w, job, calibration, platform, &state);

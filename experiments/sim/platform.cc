@@ -29,7 +29,6 @@ Platform BuildPlatform(const ClusterSpec& cluster, const JobSpec& job,
   // A route crosses two links (source's, destination's): half the one-way
   // latency each.
   const double latency = cluster.latency / 2;
-  const double link = calibration.link_efficiency;
   Platform p;
   s4u::Host* machine = nullptr;
   if (cluster.shared_cores > 0) {
@@ -40,17 +39,16 @@ Platform BuildPlatform(const ClusterSpec& cluster, const JobSpec& job,
   const bool one_host = !job.every_shard && machine == nullptr;
   p.servers_per_host = one_host ? job.servers : 1;
   const int hosts = one_host ? 1 : job.servers;
+  p.server_link_capacity = cluster.server_link * p.servers_per_host;
   for (int s = 0; s < hosts; ++s) {
     p.servers.push_back(AddHost(zone, absl::StrCat("server-", s),
                                 cluster.server_cores * p.servers_per_host,
-                                cluster.server_link * link * p.servers_per_host,
-                                latency));
+                                p.server_link_capacity, latency));
     p.server_cpus.push_back(machine ? machine : p.servers.back());
   }
   for (int w = 0; w < job.workers; ++w) {
     p.workers.push_back(AddHost(zone, absl::StrCat("worker-", w),
-                                p.worker_cores, cluster.worker_link * link,
-                                latency));
+                                p.worker_cores, cluster.worker_link, latency));
     p.worker_cpus.push_back(machine ? machine : p.workers.back());
   }
   p.storage =

@@ -21,6 +21,7 @@ struct Platform {
   std::vector<simgrid::s4u::Host*> servers;
   // Servers each of `servers` stands for (JobSpec::every_shard).
   int servers_per_host = 1;
+  double server_link_capacity = 0;  // bytes/s, each direction, of a host
   simgrid::s4u::Host* storage = nullptr;
   // Where each process's CPU work runs: the shared machine, or its host.
   std::vector<simgrid::s4u::Host*> worker_cpus;
@@ -29,8 +30,10 @@ struct Platform {
   int worker_cores = 1;
 };
 
-// Creates the hosts and links of `job`'s workers and servers on `cluster`,
-// link capacities scaled by the calibrated efficiencies, and seals the
+// Creates the hosts and links of `job`'s workers and servers on `cluster`
+// (parameter links at their nominal capacity: a transfer's bytes are
+// scaled by its direction's efficiency instead; the storage link scaled by
+// the storage efficiency), and seals the
 // platform; the servers as one host unless every_shard or shared cores.
 // Once per engine.
 Platform BuildPlatform(const ClusterSpec& cluster, const JobSpec& job,

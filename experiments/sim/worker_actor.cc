@@ -5,6 +5,7 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
@@ -102,9 +103,26 @@ class Worker : public std::enable_shared_from_this<Worker> {
     }
   }
 
+  // Seconds a pull or push waits before its calls start: its fixed
+  // delay, and for a pull the push bytes already queued on its servers'
+  // links (one FIFO for requests and bulk data), at the busiest of them.
+  double StartDelay(bool pull) {
+    if (!pull) return cal_.push_delay;
+    double queued = 0;
+    if (cal_.queued_push_bytes > 0) {
+      for (int s = 0; s < static_cast<int>(p_.servers.size()); ++s) {
+        queued = std::max(queued,
+                          state_->InboundSeconds(
+                              s, cal_.queued_push_bytes * p_.servers_per_host,
+                              p_.server_link_capacity));
+      }
+    }
+    return cal_.pull_delay + queued;
+  }
+
   // One pull or push: every shard's calls at once, each shard's through
-  // its stages (pull: server CPU, bytes to the worker, client CPU; push
-  // the other way round).
+  // its stages (pull: server CPU, bytes to the worker with the CPU they
+  // cost on their way, client CPU; push the other way round).
   void Transfer(bool pull) {
     const int shards = static_cast<int>(p_.servers.size());
     const int share = p_.servers_per_host;  // shards a host stands for
@@ -123,38 +141,63 @@ class Worker : public std::enable_shared_from_this<Worker> {
         share *
         (shard_calls * cal_.call_cpu + shard_bytes * cal_.client_cpu_per_byte) /
         client_threads;
+    const double wire_half = shard_bytes * cal_.wire_cpu_per_byte / 2;
     // Real transfers of the same bytes vary (TCP, scheduling): each
     // shard's part takes the calibrated spread on its own, and the
     // transfer ends with the slowest.
     std::vector<double> bytes(shards);
-    for (double& b : bytes) b = shard_bytes * share * Jitter();
-    std::vector<s4u::ActivityPtr> pending;
-    std::vector<int> shard_of, stage_of;
-    auto start = [&](int s, int stage) {
-      s4u::ActivityPtr a;
-      const bool cpu_stage = stage != 1;
-      const bool on_server = pull ? stage == 0 : stage == 2;
-      if (cpu_stage) {
-        a = on_server ? StartExec(p_.server_cpus[s], server, share)
-                      : StartExec(p_.worker_cpus[w_], client, client_threads);
-      } else {
-        a = pull ? s4u::Comm::sendto_async(p_.servers[s], p_.workers[w_],
-                                           static_cast<uint64_t>(bytes[s]))
-                 : s4u::Comm::sendto_async(p_.workers[w_], p_.servers[s],
-                                           static_cast<uint64_t>(bytes[s]));
-      }
-      pending.push_back(a);
-      shard_of.push_back(s);
-      stage_of.push_back(stage);
+    for (double& b : bytes) {
+      b = shard_bytes * share * Jitter() /
+          (pull ? cal_.pull_efficiency : cal_.push_efficiency);
+    }
+    struct Pending {
+      s4u::ActivityPtr activity;
+      int shard;
+      s4u::CommPtr push = nullptr;  // a push's bytes, to unregister
     };
-    for (int s = 0; s < shards; ++s) start(s, 0);
+    std::vector<Pending> pending;
+    std::vector<int> stage(shards, 0), left(shards, 0);
+    auto on_server = [&](int s, double seconds) {
+      pending.push_back({StartExec(p_.server_cpus[s], seconds, share), s});
+    };
+    auto on_client = [&](int s, double seconds) {
+      pending.push_back(
+          {StartExec(p_.worker_cpus[w_], seconds, client_threads), s});
+    };
+    auto start = [&](int s) {
+      const size_t before = pending.size();
+      if (stage[s] == 1) {
+        const auto n = static_cast<uint64_t>(bytes[s]);
+        if (pull) {
+          pending.push_back(
+              {s4u::Comm::sendto_async(p_.servers[s], p_.workers[w_], n), s});
+        } else {
+          s4u::CommPtr push =
+              s4u::Comm::sendto_async(p_.workers[w_], p_.servers[s], n);
+          state_->AddInbound(s, push);
+          pending.push_back({push, s, push});
+        }
+        if (wire_half > 0) {
+          on_server(s, wire_half);
+          on_client(s, share * wire_half / client_threads);
+        }
+      } else if ((stage[s] == 0) == pull) {
+        on_server(s, server);
+      } else {
+        on_client(s, client);
+      }
+      left[s] = static_cast<int>(pending.size() - before);
+    };
+    s4u::this_actor::sleep_for(StartDelay(pull));
+    for (int s = 0; s < shards; ++s) start(s);
     while (!pending.empty()) {
-      const ssize_t i = s4u::Activity::wait_any(pending);
-      const int s = shard_of[i], stage = stage_of[i];
+      std::vector<s4u::ActivityPtr> activities;
+      for (const Pending& p : pending) activities.push_back(p.activity);
+      const ssize_t i = s4u::Activity::wait_any(activities);
+      const int s = pending[i].shard;
+      if (pending[i].push) state_->RemoveInbound(s, pending[i].push);
       pending.erase(pending.begin() + i);
-      shard_of.erase(shard_of.begin() + i);
-      stage_of.erase(stage_of.begin() + i);
-      if (stage < 2) start(s, stage + 1);
+      if (--left[s] == 0 && ++stage[s] < 3) start(s);
     }
   }
 
@@ -177,12 +220,30 @@ class Worker : public std::enable_shared_from_this<Worker> {
 
 }  // namespace
 
-JobState::JobState(int workers)
+JobState::JobState(int workers, int server_hosts)
     : inits(workers, 0),
       step_ends(workers),
       workers_(workers),
       mu_(s4u::Mutex::create()),
-      cv_(s4u::ConditionVariable::create()) {}
+      cv_(s4u::ConditionVariable::create()),
+      inbound_(server_hosts) {}
+
+double JobState::InboundSeconds(int s, double queued, double capacity) const {
+  double bytes = 0;
+  for (const s4u::CommPtr& push : inbound_[s]) {
+    bytes += std::min(push->get_remaining(), queued);
+  }
+  return bytes / capacity;
+}
+
+void JobState::AddInbound(int s, s4u::CommPtr push) {
+  inbound_[s].push_back(std::move(push));
+}
+
+void JobState::RemoveInbound(int s, const s4u::CommPtr& push) {
+  auto& pushes = inbound_[s];
+  pushes.erase(std::find(pushes.begin(), pushes.end(), push));
+}
 
 void JobState::Pushed(int step) {
   std::unique_lock<s4u::Mutex> lock(*mu_);

@@ -20,16 +20,24 @@
 
 namespace sim {
 
-// What the workers share: the sync barrier and what they record.
+// What the workers share: the sync barrier, the pushes on their way to
+// each server host, and what they record.
 class JobState {
  public:
-  explicit JobState(int workers);
+  JobState(int workers, int server_hosts);
   JobState(const JobState&) = delete;
   JobState& operator=(const JobState&) = delete;
 
   void Pushed(int step);
   // Returns once every worker pushed `step`.
   void AwaitPushes(int step);
+
+  // Seconds until the push bytes now queued for server host `s` have
+  // reached it: of each push on its way, what is left of it, at most
+  // `queued` bytes, at `capacity` bytes/s.
+  double InboundSeconds(int s, double queued, double capacity) const;
+  void AddInbound(int s, simgrid::s4u::CommPtr push);
+  void RemoveInbound(int s, const simgrid::s4u::CommPtr& push);
 
   std::vector<double> inits;                   // per worker, seconds
   std::vector<std::vector<double>> step_ends;  // per worker
@@ -39,6 +47,7 @@ class JobState {
   simgrid::s4u::MutexPtr mu_;
   simgrid::s4u::ConditionVariablePtr cv_;
   std::vector<int> pushed_;  // workers done with each step
+  std::vector<std::vector<simgrid::s4u::CommPtr>> inbound_;  // per host
 };
 
 // Starts worker `w`'s actor (and its loader's) on `platform`.

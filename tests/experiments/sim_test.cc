@@ -20,9 +20,11 @@ namespace {
 
 constexpr char kFreeCosts[] =
     "# no costs but the links'\n"
-    "startup_cpu 0\nstorage_efficiency 1\nlink_efficiency 1\n"
-    "call_cpu 0\nclient_cpu_per_byte 0\nserver_cpu_per_byte 0\n"
-    "transfer_cv 0\n";
+    "startup_cpu 0\nstorage_efficiency 1\n"
+    "pull_efficiency 1\npush_efficiency 1\npull_delay 0\npush_delay 0\n"
+    "call_cpu 0\n"
+    "client_cpu_per_byte 0\nserver_cpu_per_byte 0\nwire_cpu_per_byte 0\n"
+    "transfer_cv 0\nqueued_push_bytes 0\n";
 
 // The same, with each transfer varying by `cv`.
 std::string FreeCostsVarying(double cv) {
@@ -114,13 +116,71 @@ TEST_F(SimTest, SaturatedServerLinksMoveNTimesMOverSB) {
   EXPECT_LE(async.rate, 640 * (1 + 1e-6));
 }
 
+TEST_F(SimTest, PullsQueuedBehindPushesFallIntoLockstep) {
+  // The same async job, but a pull's request waits behind every push byte
+  // queued for its servers (a window larger than any push): a worker that
+  // pulls while others push starts only once they are done, so the
+  // workers fall into step and move one direction at a time, as sync
+  // ones do: 320 samples/s, half of what overlapping pulls and pushes
+  // reach. Even a small window draws them towards it: with 1 KB they keep
+  // only part of the overlap.
+  const std::string job =
+      "--workers=16 --servers=4 --param_bytes=1250000 --compute_ms=0 "
+      "--server_link=100mbit --worker_link=10gbit --steps=200";
+  auto window = [&](const char* bytes) {
+    return Calibration(absl::StrReplaceAll(
+        kFreeCosts, {{"queued_push_bytes 0\n",
+                      absl::StrCat("queued_push_bytes ", bytes, "\n")}}));
+  };
+  EXPECT_NEAR(Run(job, window("1e9")).rate, 320, 320 * 0.01);
+  const double small = Run(job, window("1000")).rate;
+  EXPECT_GT(small, 1.2 * 320);
+  EXPECT_LT(small, 0.9 * Run(job).rate);
+}
+
+TEST_F(SimTest, PullsAndPushesHaveTheirOwnEfficiency) {
+  // One worker, one server, M = 1.25 MB on a 100 Mbit/s (12.5 MB/s) link
+  // pulled at 0.8 of it (0.125 s) and pushed at 1.25 (0.08 s), 0.1 s of
+  // compute: 0.305 s a step; with fixed delays of 10 and 20 ms a pull and
+  // a push, 0.335 s.
+  const std::string job =
+      "--workers=1 --servers=1 --param_bytes=1250000 --compute_ms=100 "
+      "--server_link=100mbit --worker_link=1gbit --steps=50 --batch=16";
+  const std::string both = Calibration(absl::StrReplaceAll(
+      kFreeCosts, {{"pull_efficiency 1\n", "pull_efficiency 0.8\n"},
+                   {"push_efficiency 1\n", "push_efficiency 1.25\n"}}));
+  EXPECT_NEAR(Run(job, both).rate, 16 / 0.305, 16 / 0.305 * 1e-3);
+  const std::string delayed = Calibration(absl::StrReplaceAll(
+      testutil::ReadFile(both), {{"pull_delay 0\n", "pull_delay 0.01\n"},
+                                 {"push_delay 0\n", "push_delay 0.02\n"}}));
+  EXPECT_NEAR(Run(job, delayed).rate, 16 / 0.335, 16 / 0.335 * 1e-3);
+}
+
+TEST_F(SimTest, TheWiresCpuIsSpentWhileTheBytesFlow) {
+  // The same job with 2e-8 CPU seconds a byte on the way (0.0125 s at
+  // each end of a 1.25 MB transfer, on cores of their own): it overlaps
+  // the 0.1 s on the link and costs nothing. On one shared core with 16
+  // workers the link is no longer the limit but the CPU is: each step
+  // moves 2.5 MB, 0.05 s of the core, so at most 20 steps (320 samples)
+  // a second.
+  const std::string wire = Calibration(absl::StrReplaceAll(
+      kFreeCosts, {{"wire_cpu_per_byte 0\n", "wire_cpu_per_byte 2e-8\n"}}));
+  const std::string job =
+      "--servers=1 --param_bytes=1250000 --compute_ms=100 "
+      "--server_link=100mbit --worker_link=1gbit --steps=40 --batch=16";
+  EXPECT_NEAR(Run(job + " --workers=1", wire).rate, 16 / 0.3, 16 / 0.3 * 1e-3);
+  const double shared =
+      Run(job + " --workers=16 --server_link=10gbit --shared_cores=1", wire)
+          .rate;
+  EXPECT_LE(shared, 320 * (1 + 1e-3));
+  EXPECT_GT(shared, 0.9 * 320);
+}
+
 TEST_F(SimTest, SequentialReadersShareTheStorageLink) {
   // 8 workers each read 10 MB through one 80 Mbit/s (10 MB/s) storage
   // link: 8 s, after 0.5 s of start-up CPU each on their own cores.
-  const std::string calibration = Calibration(
-      "startup_cpu 0.5\nstorage_efficiency 1\nlink_efficiency 1\n"
-      "call_cpu 0\nclient_cpu_per_byte 0\nserver_cpu_per_byte 0\n"
-      "transfer_cv 0\n");
+  const std::string calibration = Calibration(absl::StrReplaceAll(
+      kFreeCosts, {{"startup_cpu 0\n", "startup_cpu 0.5\n"}}));
   const std::string job =
       "--workers=8 --servers=2 --dataset_bytes=10000000 "
       "--storage_link=80mbit --worker_link=1gbit --steps=3 --loader=";
@@ -137,9 +197,11 @@ TEST_F(SimTest, OneServerHostIsTheSameAsEveryShard) {
   // one host of S times the link and cores gives what S hosts give (when
   // the shards' transfers do not vary: see the next test).
   const std::string calibration = Calibration(
-      "startup_cpu 0.01\nstorage_efficiency 0.9\nlink_efficiency 0.95\n"
+      "startup_cpu 0.01\nstorage_efficiency 0.9\npull_efficiency 0.95\n"
+      "push_efficiency 1.05\npull_delay 0.001\npush_delay 0.002\n"
       "call_cpu 0.0001\nclient_cpu_per_byte 1e-9\n"
-      "server_cpu_per_byte 2e-9\ntransfer_cv 0\n");
+      "server_cpu_per_byte 2e-9\nwire_cpu_per_byte 3e-9\ntransfer_cv 0\n"
+      "queued_push_bytes 100000\n");
   for (const char* consistency : {"async", "sync"}) {
     const std::string job = absl::StrCat(
         "--workers=12 --servers=4 --param_bytes=4000000 --compute_ms=30 "
@@ -229,9 +291,10 @@ TEST(SimInputsTest, RatesAndCalibrationLines) {
   EXPECT_FALSE(ParseRate("-1mbit").ok());
   absl::StatusOr<Calibration> c = ParseCalibration(kFreeCosts, "c.txt");
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->link_efficiency, 1);
+  EXPECT_EQ(c->pull_efficiency, 1);
+  EXPECT_EQ(c->wire_cpu_per_byte, 0);
   c = ParseCalibration(absl::StrCat(kFreeCosts, "call_cpu 1\n"), "c.txt");
-  EXPECT_NE(c.status().message().find("c.txt:9: unknown or repeated key"),
+  EXPECT_NE(c.status().message().find("c.txt:14: unknown or repeated key"),
             std::string::npos)
       << c.status();
   c = ParseCalibration("startup_cpu x\n", "c.txt");
