@@ -17,11 +17,11 @@ FIELDS = [
     "servers", "workers", "loader", "ok", "init_seconds", "train_seconds",
     "samples_per_second", "epoch_seconds", "step_seconds", "pull_ms",
     "push_ms", "compute_ms", "read_ms", "cpu_utilisation",
-    "emulated_compute_ms", "batch", "param_bytes", "dataset_bytes",
+    "emulated_compute_ms", "batch", "steps", "param_bytes", "dataset_bytes",
     "server_link", "worker_link", "storage_link", "optimizer", "consistency",
     "compression", "bytes_per_step", "pull_bytes_per_step",
     "push_bytes_per_step", "final_test_accuracy", "transfer_cv",
-    "dropped_packets", "run_dir",
+    "dropped_packets", "steady_window_seconds", "run_dir",
 ]
 TEXT_FIELDS = ("loader", "run_dir", "optimizer", "consistency", "compression")
 
@@ -76,6 +76,23 @@ def transfer_cv(run_dir, workers):
     return statistics.mean(cvs) if cvs else 0.0
 
 
+def steady_window(run_dir, workers):
+    """Seconds between the latest first step end and the earliest last step
+    end: the window shardps-launch's steady samples/s is measured over
+    (negative: some worker finished before another began)."""
+    ends = []
+    for rank in range(workers):
+        path = os.path.join(run_dir, f"metrics-{rank}.csv")
+        if os.path.exists(path):
+            with open(path) as f:
+                steps = [float(s["end_unix_s"]) for s in csv.DictReader(f)]
+            if steps:
+                ends.append(steps)
+    if not ends:
+        return 0.0
+    return min(e[-1] for e in ends) - max(e[0] for e in ends)
+
+
 def run_point(run_dir, servers, workers, loader, data, links, worker_args,
               cluster="emulated"):
     """One shardps-launch run; returns its CSV row (ok=0 if it failed)."""
@@ -115,7 +132,8 @@ def run_point(run_dir, servers, workers, loader, data, links, worker_args,
         "read_ms": per_step_ms("read_seconds"),
         "cpu_utilisation": s["cpu_utilisation"],
         "emulated_compute_ms": s["emulated_compute_ms"],
-        "batch": batch, "param_bytes": param_bytes(model),
+        "batch": batch, "steps": max(x["steps"] for x in w) if w else 0,
+        "param_bytes": param_bytes(model),
         "dataset_bytes": dataset_bytes(data),
         "server_link": links.get("server", ""),
         "worker_link": links.get("worker", ""),
@@ -132,6 +150,7 @@ def run_point(run_dir, servers, workers, loader, data, links, worker_args,
         # Packets the emulated links' queues dropped (each a retransmission).
         "dropped_packets": sum(x.get("dropped_packets", 0)
                                for x in s.get("link_stats", [])),
+        "steady_window_seconds": steady_window(run_dir, workers),
         "run_dir": run_dir,
     }
 
@@ -214,6 +233,7 @@ def run_grid(points, args):
         print(f"[{i + 1}/{len(points)}] S={s} N={n} {lo}: "
               f"{'ok' if row['ok'] else 'FAILED (see ' + run_dir + '.log)'} "
               f"init {row['init_seconds']:.2f} s, "
-              f"{row['samples_per_second']:.0f} samples/s, "
+              f"{row['samples_per_second']:.0f} samples/s "
+              f"(over {row['steady_window_seconds']:.1f} s), "
               f"CPU {100 * row['cpu_utilisation']:.0f}%", flush=True)
     return rows

@@ -4,7 +4,8 @@ CSV row per run, the performance model checked against each point, and the
 paper-shaped plots.
 
   sudo experiments/sweep.py [--workers 1,2,4,8,16] [--servers 1,2,4,8]
-                            [--loaders sequential,parallel] [--out DIR]
+                            [--loaders sequential,parallel] [--steps 60]
+                            [--out DIR]
 """
 
 import argparse
@@ -28,6 +29,11 @@ def main():
     ap.add_argument("--workers", type=ints, default=[1, 2, 4, 8, 16])
     ap.add_argument("--servers", type=ints, default=[1, 2, 4, 8])
     ap.add_argument("--loaders", default="sequential,parallel")
+    # The sequential loader's workers begin up to 4 s apart at N = 16 (the
+    # storage link is not shared fairly); with 20 steps the window every
+    # worker is training in was 1-2 s or empty there, and reruns of one
+    # point differed by 30-80%. 60 steps leave a window of > 8 s.
+    ap.set_defaults(steps=60)
     args = ap.parse_args()
     abkit.ensure_root()
     points = [(s, n, lo) for lo in args.loaders.split(",")
