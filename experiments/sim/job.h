@@ -101,6 +101,10 @@ struct SimResult {
   double first_half = 0;
   double second_half = 0;
   double simulated_seconds = 0;
+  // A pull's and a push's mean time, over every step (as the sweep's
+  // pull_ms and push_ms).
+  double pull_seconds = 0;
+  double push_seconds = 0;
   std::vector<std::vector<double>> step_ends;  // per worker
 };
 

@@ -153,7 +153,12 @@ absl::StatusOr<SimResult> Simulate(const ClusterSpec& cluster,
     samples_per_step.push_back(job.batch);
   }
   engine.run();
-  return Summarize(state.inits, std::move(state.step_ends), samples_per_step);
+  SimResult r =
+      Summarize(state.inits, std::move(state.step_ends), samples_per_step);
+  const double steps = static_cast<double>(job.workers) * job.steps;
+  r.pull_seconds = state.pull_seconds / steps;
+  r.push_seconds = state.push_seconds / steps;
+  return r;
 }
 
 }  // namespace sim

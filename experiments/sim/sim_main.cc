@@ -154,10 +154,11 @@ absl::Status Run() {
       "{\"workers\":%d,\"servers\":%d,\"loader\":\"%s\",\"steps\":%d,"
       "\"init_seconds\":%.6f,\"samples_per_second\":%.4f,"
       "\"first_half\":%.4f,\"second_half\":%.4f,"
+      "\"pull_ms\":%.3f,\"push_ms\":%.3f,"
       "\"simulated_seconds\":%.4f,\"wall_seconds\":%.3f}\n",
       job->workers, job->servers, absl::GetFlag(FLAGS_loader), job->steps,
       r->init_seconds, r->samples_per_second, r->first_half, r->second_half,
-      r->simulated_seconds, wall);
+      1e3 * r->pull_seconds, 1e3 * r->push_seconds, r->simulated_seconds, wall);
   return absl::OkStatus();
 }
 

@@ -84,9 +84,13 @@ class Worker : public std::enable_shared_from_this<Worker> {
       if (job_.consistency == Consistency::kSync && step > 0) {
         state_->AwaitPushes(step - 1);
       }
+      const double pull_start = s4u::Engine::get_clock();
       Transfer(/*pull=*/true);
+      state_->pull_seconds += s4u::Engine::get_clock() - pull_start;
       s4u::this_actor::sleep_for(job_.compute_seconds);
+      const double push_start = s4u::Engine::get_clock();
       Transfer(/*pull=*/false);
+      state_->push_seconds += s4u::Engine::get_clock() - push_start;
       if (job_.consistency == Consistency::kSync) state_->Pushed(step);
       state_->step_ends[w_].push_back(s4u::Engine::get_clock());
     }

@@ -41,6 +41,10 @@ class JobState {
 
   std::vector<double> inits;                   // per worker, seconds
   std::vector<std::vector<double>> step_ends;  // per worker
+  // Over every worker's steps: seconds pulling and pushing (from a call's
+  // start, its waits included, to its last shard's end).
+  double pull_seconds = 0;
+  double push_seconds = 0;
 
  private:
   const int workers_;

@@ -35,6 +35,7 @@ std::string FreeCostsVarying(double cv) {
 
 struct Figures {
   double init = -1, rate = -1, first_half = -1, second_half = -1;
+  double pull_ms = -1, push_ms = -1;
 };
 
 class SimTest : public testing::Test {
@@ -62,7 +63,8 @@ class SimTest : public testing::Test {
     std::smatch m;
     const std::regex line(
         R"re("init_seconds":([0-9.e+-]+),"samples_per_second":([0-9.e+-]+),)re"
-        R"re("first_half":([0-9.e+-]+),"second_half":([0-9.e+-]+))re");
+        R"re("first_half":([0-9.e+-]+),"second_half":([0-9.e+-]+),)re"
+        R"re("pull_ms":([0-9.e+-]+),"push_ms":([0-9.e+-]+))re");
     Figures f;
     if (!std::regex_search(out, m, line)) {
       ADD_FAILURE() << out;
@@ -72,6 +74,8 @@ class SimTest : public testing::Test {
     f.rate = std::stod(m[2]);
     f.first_half = std::stod(m[3]);
     f.second_half = std::stod(m[4]);
+    f.pull_ms = std::stod(m[5]);
+    f.push_ms = std::stod(m[6]);
     return f;
   }
 
@@ -149,7 +153,10 @@ TEST_F(SimTest, PullsAndPushesHaveTheirOwnEfficiency) {
   const std::string both = Calibration(absl::StrReplaceAll(
       kFreeCosts, {{"pull_efficiency 1\n", "pull_efficiency 0.8\n"},
                    {"push_efficiency 1\n", "push_efficiency 1.25\n"}}));
-  EXPECT_NEAR(Run(job, both).rate, 16 / 0.305, 16 / 0.305 * 1e-3);
+  const Figures f = Run(job, both);
+  EXPECT_NEAR(f.rate, 16 / 0.305, 16 / 0.305 * 1e-3);
+  EXPECT_NEAR(f.pull_ms, 125, 0.01);
+  EXPECT_NEAR(f.push_ms, 80, 0.01);
   const std::string delayed = Calibration(absl::StrReplaceAll(
       testutil::ReadFile(both), {{"pull_delay 0\n", "pull_delay 0.01\n"},
                                  {"push_delay 0\n", "push_delay 0.02\n"}}));
