@@ -58,17 +58,26 @@ def make_dataset(data_dir, samples, features=784, classes=10):
                    stdout=subprocess.DEVNULL)
 
 
-def transfer_cv(run_dir, workers):
-    """How much one worker's pull and push times vary from step to step:
-    their standard deviation over their mean, averaged over both and over
-    the workers (each worker's metrics-<rank>.csv)."""
-    cvs = []
+def worker_steps(run_dir, workers):
+    """Each worker's steps (its metrics-<rank>.csv rows), for the workers
+    that wrote any."""
+    out = []
     for rank in range(workers):
         path = os.path.join(run_dir, f"metrics-{rank}.csv")
-        if not os.path.exists(path):
-            continue
-        with open(path) as f:
-            steps = list(csv.DictReader(f))
+        if os.path.exists(path):
+            with open(path) as f:
+                steps = list(csv.DictReader(f))
+            if steps:
+                out.append(steps)
+    return out
+
+
+def transfer_cv(per_worker):
+    """How much one worker's pull and push times vary from step to step:
+    their standard deviation over their mean, averaged over both and over
+    the workers."""
+    cvs = []
+    for steps in per_worker:
         for key in ("pull_ms", "push_ms"):
             v = [float(s[key]) for s in steps]
             if len(v) > 1 and statistics.mean(v) > 0:
@@ -76,21 +85,14 @@ def transfer_cv(run_dir, workers):
     return statistics.mean(cvs) if cvs else 0.0
 
 
-def steady_window(run_dir, workers):
+def steady_window(per_worker):
     """Seconds between the latest first step end and the earliest last step
     end: the window shardps-launch's steady samples/s is measured over
     (negative: some worker finished before another began)."""
-    ends = []
-    for rank in range(workers):
-        path = os.path.join(run_dir, f"metrics-{rank}.csv")
-        if os.path.exists(path):
-            with open(path) as f:
-                steps = [float(s["end_unix_s"]) for s in csv.DictReader(f)]
-            if steps:
-                ends.append(steps)
-    if not ends:
+    if not per_worker:
         return 0.0
-    return min(e[-1] for e in ends) - max(e[0] for e in ends)
+    return (min(float(steps[-1]["end_unix_s"]) for steps in per_worker) -
+            max(float(steps[0]["end_unix_s"]) for steps in per_worker))
 
 
 def run_point(run_dir, servers, workers, loader, data, links, worker_args,
@@ -110,6 +112,7 @@ def run_point(run_dir, servers, workers, loader, data, links, worker_args,
         s = json.load(f)
     w = s["per_worker"]
     steps = sum(x["steps"] for x in w) or 1
+    per_worker = worker_steps(run_dir, workers)
 
     def per_step_ms(key):
         return 1e3 * sum(x[key] for x in w) / steps
@@ -146,11 +149,11 @@ def run_point(run_dir, servers, workers, loader, data, links, worker_args,
         "pull_bytes_per_step": sum(x.get("pull_bytes", 0) for x in w) / steps,
         "push_bytes_per_step": sum(x.get("push_bytes", 0) for x in w) / steps,
         "final_test_accuracy": s.get("final_test_accuracy", -1),
-        "transfer_cv": transfer_cv(run_dir, workers),
+        "transfer_cv": transfer_cv(per_worker),
         # Packets the emulated links' queues dropped (each a retransmission).
         "dropped_packets": sum(x.get("dropped_packets", 0)
                                for x in s.get("link_stats", [])),
-        "steady_window_seconds": steady_window(run_dir, workers),
+        "steady_window_seconds": steady_window(per_worker),
         "run_dir": run_dir,
     }
 

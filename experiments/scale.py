@@ -96,17 +96,17 @@ def fit_direction(rows, key, serial_per_byte, call_cpu):
     worker's), both loaders. Its slope, less the CPU per byte before and
     after the bytes' way, is the server link's goodput; its intercept, less
     a call's CPU at each end, what a transfer costs beyond bytes and CPU."""
-    pts = [(r["param_bytes"] / r["servers"], r[key] / 1e3) for r in rows
-           if r["ok"] == 1 and r["workers"] == 1 and
-           r["servers"] * abkit.rate_bytes_per_second(r["server_link"]) <=
-           abkit.rate_bytes_per_second(r["worker_link"])]
-    if len({x for x, _ in pts}) < 2:
+    runs = [r for r in rows if r["ok"] == 1 and r["workers"] == 1 and
+            r["servers"] * abkit.rate_bytes_per_second(r["server_link"]) <=
+            abkit.rate_bytes_per_second(r["worker_link"])]
+    if len({r["servers"] for r in runs}) < 2:
         sys.exit("scale: the sweep needs N = 1 runs at two or more S whose "
                  f"server links are the limit to calibrate {key} (run `make "
                  "sweep` first)")
-    line = statistics.linear_regression([x for x, _ in pts],
-                                        [y for _, y in pts])
-    rate = abkit.rate_bytes_per_second(rows[0]["server_link"])
+    line = statistics.linear_regression(
+        [r["param_bytes"] / r["servers"] for r in runs],
+        [r[key] / 1e3 for r in runs])
+    rate = abkit.rate_bytes_per_second(runs[0]["server_link"])
     return (1 / (rate * (line.slope - serial_per_byte)),
             max(0.0, line.intercept - 2 * call_cpu))
 
@@ -179,8 +179,8 @@ SEEDS = (1, 2, 3, 4, 5)
 
 
 def simulate_seeds(points):
-    """Each point's init and samples/s, averaged over SEEDS (the
-    transfers' variation is random)."""
+    """Each point's init, samples/s, pull and push times, averaged over
+    SEEDS (the transfers' variation is random)."""
     runs = simulate_all([dict(p, seed=seed) for p in points
                          for seed in SEEDS])
     out = []
@@ -472,8 +472,8 @@ def main():
     cal = calibrate(rows, benches)
     sources = [
         f"{os.path.relpath(args.sweep, abkit.ROOT)} (N = 1, S = 1, both "
-        "loaders; pull/push_efficiency: the N = 1 row; transfer_cv: the "
-        "S = 1 column)",
+        "loaders; pull/push_efficiency and delay: the N = 1 row; "
+        "transfer_cv and queued_push_bytes: the S = 1 column)",
         "shardps-bench --spawn_servers=1 --params=1000000: "
         f"push {benches[0]['push_MBps']} pull {benches[0]['pull_MBps']} MB/s",
         "shardps-bench --spawn_servers=1 --params=4096: "

@@ -29,10 +29,11 @@ def main():
     ap.add_argument("--workers", type=ints, default=[1, 2, 4, 8, 16])
     ap.add_argument("--servers", type=ints, default=[1, 2, 4, 8])
     ap.add_argument("--loaders", default="sequential,parallel")
-    # The sequential loader's workers begin up to 4 s apart at N = 16 (the
+    # The sequential loader's workers begin 2.5-8 s apart at N >= 8 (the
     # storage link is not shared fairly); with 20 steps the window every
     # worker is training in was 1-2 s or empty there, and reruns of one
-    # point differed by 30-80%. 60 steps leave a window of > 8 s.
+    # point differed by 30-80%. With 60 it is 8.4 s or more everywhere
+    # but S = 8, N = 16 sequential (2.1 s in the 2026-12-04 sweep).
     ap.set_defaults(steps=60)
     args = ap.parse_args()
     abkit.ensure_root()

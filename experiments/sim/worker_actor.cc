@@ -154,32 +154,36 @@ class Worker : public std::enable_shared_from_this<Worker> {
       b = shard_bytes * share * Jitter() /
           (pull ? cal_.pull_efficiency : cal_.push_efficiency);
     }
-    struct Pending {
-      s4u::ActivityPtr activity;
+    // Beside each pending activity (wait_any takes `pending` as it is):
+    // its shard, and for a push's bytes the comm to unregister.
+    struct Owner {
       int shard;
-      s4u::CommPtr push = nullptr;  // a push's bytes, to unregister
+      s4u::CommPtr push = nullptr;
     };
-    std::vector<Pending> pending;
+    std::vector<s4u::ActivityPtr> pending;
+    std::vector<Owner> owners;
+    auto add = [&](s4u::ActivityPtr activity, Owner owner) {
+      pending.push_back(std::move(activity));
+      owners.push_back(std::move(owner));
+    };
     std::vector<int> stage(shards, 0), left(shards, 0);
     auto on_server = [&](int s, double seconds) {
-      pending.push_back({StartExec(p_.server_cpus[s], seconds, share), s});
+      add(StartExec(p_.server_cpus[s], seconds, share), {s});
     };
     auto on_client = [&](int s, double seconds) {
-      pending.push_back(
-          {StartExec(p_.worker_cpus[w_], seconds, client_threads), s});
+      add(StartExec(p_.worker_cpus[w_], seconds, client_threads), {s});
     };
     auto start = [&](int s) {
       const size_t before = pending.size();
       if (stage[s] == 1) {
         const auto n = static_cast<uint64_t>(bytes[s]);
         if (pull) {
-          pending.push_back(
-              {s4u::Comm::sendto_async(p_.servers[s], p_.workers[w_], n), s});
+          add(s4u::Comm::sendto_async(p_.servers[s], p_.workers[w_], n), {s});
         } else {
           s4u::CommPtr push =
               s4u::Comm::sendto_async(p_.workers[w_], p_.servers[s], n);
           state_->AddInbound(s, push);
-          pending.push_back({push, s, push});
+          add(push, {s, push});
         }
         if (wire_half > 0) {
           on_server(s, wire_half);
@@ -195,12 +199,11 @@ class Worker : public std::enable_shared_from_this<Worker> {
     s4u::this_actor::sleep_for(StartDelay(pull));
     for (int s = 0; s < shards; ++s) start(s);
     while (!pending.empty()) {
-      std::vector<s4u::ActivityPtr> activities;
-      for (const Pending& p : pending) activities.push_back(p.activity);
-      const ssize_t i = s4u::Activity::wait_any(activities);
-      const int s = pending[i].shard;
-      if (pending[i].push) state_->RemoveInbound(s, pending[i].push);
+      const ssize_t i = s4u::Activity::wait_any(pending);
+      const int s = owners[i].shard;
+      if (owners[i].push) state_->RemoveInbound(s, owners[i].push);
       pending.erase(pending.begin() + i);
+      owners.erase(owners.begin() + i);
       if (--left[s] == 0 && ++stage[s] < 3) start(s);
     }
   }
