@@ -34,7 +34,12 @@ class MpiTest : public testing::Test {
     setenv("SHARDPS_BIN", bin.substr(0, bin.size() - 1).c_str(), 1);
     setenv("SHARDPS_SERVERS", "2", 1);
     setenv("SHARDPS_SERVER_HOST", "127.0.0.1", 1);
-    setenv("SHARDPS_PORT", std::to_string(20000 + getpid() % 20000).c_str(), 1);
+    // Servers listen on this port and the next: kept below the kernel's
+    // ephemeral range (32768 up), where another suite's client connection
+    // can hold it (a failing-worker run that waited 60 s instead of failing
+    // at once, seen once under `make test`, fits servers that could not
+    // bind).
+    setenv("SHARDPS_PORT", std::to_string(20000 + getpid() % 12000).c_str(), 1);
     ASSERT_EQ(testutil::MakeSyntheticData(
                   dir_ + "/data",
                   "--samples 6000 --features 16 --classes 3 --shards 2"),
