@@ -134,7 +134,11 @@ TEST(LoadTest, SixtyFourClientsAgainstOneServer) {
     pushes.insert(pushes.end(), push_ms[c].begin(), push_ms[c].end());
   }
   // Warm: after the first sixth of the run; flat: the last sixth's median
-  // within 10% (+ 8 MiB of allocator slack) of the second sixth's.
+  // within 10% (+ 8 MiB of allocator slack) of the second sixth's, plus what
+  // the server's pull-buffer pool may still add: it keeps up to 64 idle
+  // buffers of one pull's size, and reaches that only when as many pulls
+  // are ever in flight at once (one CI run grew 15 MiB this way, in steps,
+  // with no growth after the pool was full).
   ASSERT_GE(rss.size(), 6u);
   const size_t sixth = rss.size() / 6;
   const double warm = Median({rss.begin() + sixth, rss.begin() + 2 * sixth});
@@ -153,7 +157,9 @@ TEST(LoadTest, SixtyFourClientsAgainstOneServer) {
   RecordProperty("push_p50_ms", absl::StrCat(Percentile(pushes, 0.5)));
   RecordProperty("push_p99_ms", absl::StrCat(Percentile(pushes, 0.99)));
   EXPECT_GT(warm, 0);
-  EXPECT_LT(late, warm * 1.1 + 8) << "server memory grew under steady load";
+  const double pool_mib = 64.0 * (kParams * sizeof(float)) / (1 << 20);
+  EXPECT_LT(late, warm * 1.1 + 8 + pool_mib)
+      << "server memory grew under steady load";
   // Every push was applied exactly once: the values moved by exactly
   // -1/1024 per push.
   absl::StatusOr<std::vector<shardps::StatsResponse>> stats =
