@@ -8,8 +8,13 @@ calibrated on, then predict what one machine cannot run.
 
 Calibration (written to OUT/calibration.txt, nothing tuned per point),
 from the sweep's N = 1 runs and S = 1 runs and two shardps-bench runs:
-  - startup_cpu: the parallel loader's init at N = 1, S = 1 (start-up is CPU
-    work, shared by the processes that start together on one machine);
+  - startup_*: the parallel loader's init (the median of the sweep's
+    three runs of a point). A line through the N = 1 runs' init against
+    S: its slope is the CPU per server connected, its value at S = 1 a
+    lone start-up (lone_startup). That splits into waiting (round trips)
+    and CPU on every core of the machine (a lone worker's start-up keeps
+    both busy), and the launcher spends launch_cpu starting each worker:
+    both fitted on the S = 1 column's init (fit_startup);
   - storage_efficiency: the data set over the sequential loader's extra
     init at N = 1, S = 1, against the nominal storage link;
   - call_cpu, client/server_cpu_per_byte: shardps-bench on loopback, a
@@ -50,6 +55,7 @@ SIM = os.path.join(abkit.BIN, "shardps-sim")
 # abkit's synthetic data set: --samples 20000, a tenth held out for test.
 SWEEP_TRAIN_RECORDS = 18000
 CORES = os.cpu_count() or 2
+SEEDS = (1, 2, 3, 4, 5)  # of the simulated transfers' variation
 
 # The data-centre setting: ResNet-50 (25.6M float32 parameters, ~102 MB)
 # trained on V100s, 367 images/s each in FP32 (NVIDIA DeepLearningExamples,
@@ -111,6 +117,90 @@ def fit_direction(rows, key, serial_per_byte, call_cpu):
             max(0.0, line.intercept - 2 * call_cpu))
 
 
+def lone_startup(rows):
+    """A line through the N = 1 parallel runs' init against S: its slope
+    (the CPU each server connected adds) and its value at S = 1 (a lone
+    worker's start-up)."""
+    lone = [r for r in rows if r["ok"] == 1 and r["workers"] == 1 and
+            r["loader"] == "parallel"]
+    if len({r["servers"] for r in lone}) < 2:
+        sys.exit("scale: the sweep needs parallel runs at N = 1 for two or "
+                 "more S to calibrate the start-up (run `make sweep` first)")
+    line = statistics.linear_regression([r["servers"] for r in lone],
+                                        [r["init_seconds"] for r in lone])
+    return max(0.0, line.slope), line.intercept + line.slope
+
+
+def startup(lone_s1, per_server, wait, launch_cpu):
+    """The start-up keys: of a lone start-up at S = 1, `wait` seconds are
+    round trips, the rest CPU on each of the machine's CORES."""
+    return {"startup_wait": wait,
+            "startup_cpu": max(0.0, lone_s1 - wait - per_server),
+            "startup_cpu_per_server": per_server,
+            "startup_threads": CORES, "launch_cpu": launch_cpu}
+
+
+def fit_grid(points, cal, sources, out, rows, cols, keys, score, corner,
+             seeds=SEEDS):
+    """Simulates `points` with `cal` updated by keys(row, col) for every
+    (label, value) of `rows` x `cols`; score(sims) gives a cell's error
+    and its text. Returns the keys of the smallest error and the grid as
+    a markdown table (`corner` names the rows)."""
+    path = os.path.join(out, "calibration-fit.txt")
+    lines = [f"| {corner} | " + " | ".join(c for c, _ in cols) + " |",
+             "|---" * (len(cols) + 1) + "|"]
+    best = None
+    for row_label, row in rows:
+        cells = []
+        for _, col in cols:
+            cell_keys = keys(row, col)
+            write_calibration(path, dict(cal, **cell_keys), sources)
+            sims = simulate_seeds([sweep_point(r, path) for r in points],
+                                  seeds)
+            error, text = score(sims)
+            cells.append(text)
+            if best is None or error < best[0]:
+                best = (error, cell_keys)
+        lines.append(f"| {row_label} | " + " | ".join(cells) + " |")
+    os.remove(path)
+    return best[1], lines
+
+
+# A lone start-up's share that is waiting, and the launcher's CPU per
+# worker started, seconds.
+WAIT_SHARES = [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8]
+LAUNCH_CPUS = [0, 0.001, 0.002, 0.003, 0.004, 0.005, 0.006, 0.008, 0.010,
+               0.012]
+
+
+def fit_startup(rows, cal, sources, out):
+    """startup_wait and launch_cpu: how a lone start-up splits into round
+    trips and CPU, and what the launcher spends starting each worker on the
+    shared machine. N workers starting at once would take wait + N x CPU;
+    the launcher's starts spread them out. Fitted on the S = 1 column's
+    parallel init (N = 2 .. 16): the pair of WAIT_SHARES x LAUNCH_CPUS with
+    the smallest mean relative error there. Returns the start-up keys and
+    the fit's table."""
+    points = [r for r in rows if r["ok"] == 1 and r["servers"] == 1 and
+              r["workers"] > 1 and r["loader"] == "parallel"]
+    if not points:
+        sys.exit("scale: the sweep has no successful parallel S=1, N>1 run "
+                 "to fit the start-up on (run `make sweep` first)")
+    per_server, lone_s1 = lone_startup(rows)
+
+    def score(sims):
+        e = statistics.mean(err(sim["init_seconds"], r["init_seconds"])
+                            for r, sim in zip(points, sims))
+        return e, f"{100 * e:.1f}%"
+    return fit_grid(
+        points, cal, sources, out,
+        [(f"{1e3 * launch:g}", launch) for launch in LAUNCH_CPUS],
+        [(f"wait {share:.0%}", share) for share in WAIT_SHARES],
+        lambda launch, share: startup(lone_s1, per_server, share * lone_s1,
+                                      launch),
+        score, "launch_cpu ms", seeds=(1,))
+
+
 def calibrate(rows, benches):
     par, seq = find(rows, 1, 1, "parallel"), find(rows, 1, 1, "sequential")
     big, small = benches
@@ -134,8 +224,10 @@ def calibrate(rows, benches):
                                                 2 * per_byte, call_cpu)
     storage = par["dataset_bytes"] / max(
         seq["init_seconds"] - par["init_seconds"], 1e-9)
+    per_server, lone_s1 = lone_startup(rows)
     return {
-        "startup_cpu": par["init_seconds"],
+        # All CPU, started at once, until fit_startup splits it.
+        **startup(lone_s1, per_server, wait=0, launch_cpu=0),
         "storage_efficiency": storage / abkit.rate_bytes_per_second(
             par["storage_link"]),
         "pull_efficiency": pull_efficiency,
@@ -175,17 +267,14 @@ def simulate_all(points):
         return list(pool.map(simulate, points))
 
 
-SEEDS = (1, 2, 3, 4, 5)
-
-
-def simulate_seeds(points):
+def simulate_seeds(points, seeds=SEEDS):
     """Each point's init, samples/s, pull and push times, averaged over
-    SEEDS (the transfers' variation is random)."""
+    `seeds` (the transfers' variation is random)."""
     runs = simulate_all([dict(p, seed=seed) for p in points
-                         for seed in SEEDS])
+                         for seed in seeds])
     out = []
     for i in range(len(points)):
-        mine = runs[i * len(SEEDS):(i + 1) * len(SEEDS)]
+        mine = runs[i * len(seeds):(i + 1) * len(seeds)]
         out.append({k: statistics.mean(r[k] for r in mine)
                     for k in ("init_seconds", "samples_per_second",
                               "pull_ms", "push_ms")})
@@ -228,37 +317,29 @@ def fit_contention(rows, cal, sources, out):
     workers, both loaders): the pair of CVS x WINDOWS with the smallest
     mean relative error of samples/s, pull and push times there (the
     times tell a request's wait apart from a slower link). The other
-    servers' columns are never seen. Returns the pair and the fit's
+    servers' columns are never seen. Returns the two keys and the fit's
     table."""
     points = [r for r in rows if r["ok"] == 1 and r["servers"] == 1 and
               r["workers"] > 1]
     if not points:
         sys.exit("scale: the sweep has no successful S=1, N>1 run to fit "
                  "the contention on (run `make sweep` first)")
-    path = os.path.join(out, "calibration-fit.txt")
-    lines = ["| queued_push_bytes | " +
-             " | ".join(f"transfer_cv {cv:.1f}" for cv in CVS) + " |",
-             "|---" * (len(CVS) + 1) + "|"]
-    best = None
-    for window in WINDOWS:
-        cells = []
-        for cv in CVS:
-            write_calibration(path, dict(cal, transfer_cv=cv,
-                                         queued_push_bytes=window), sources)
-            sims = simulate_seeds([sweep_point(r, path) for r in points])
-            e = {k: statistics.mean(err(sim[k], r[k])
-                                    for r, sim in zip(points, sims))
-                 for k in FIT_KEYS}
-            score = statistics.mean(e.values())
-            cells.append(f"{100 * score:.1f}% (samples/s "
-                         f"{100 * e['samples_per_second']:.0f}%, pull "
-                         f"{100 * e['pull_ms']:.0f}%, push "
-                         f"{100 * e['push_ms']:.0f}%)")
-            if best is None or score < best[0]:
-                best = (score, cv, window)
-        lines.append(f"| {window:.0f} | " + " | ".join(cells) + " |")
-    os.remove(path)
-    return best[1], best[2], lines
+
+    def score(sims):
+        e = {k: statistics.mean(err(sim[k], r[k])
+                                for r, sim in zip(points, sims))
+             for k in FIT_KEYS}
+        mean = statistics.mean(e.values())
+        return mean, (f"{100 * mean:.1f}% (samples/s "
+                      f"{100 * e['samples_per_second']:.0f}%, pull "
+                      f"{100 * e['pull_ms']:.0f}%, push "
+                      f"{100 * e['push_ms']:.0f}%)")
+    return fit_grid(
+        points, cal, sources, out,
+        [(f"{window:.0f}", window) for window in WINDOWS],
+        [(f"transfer_cv {cv:.1f}", cv) for cv in CVS],
+        lambda window, cv: {"transfer_cv": cv, "queued_push_bytes": window},
+        score, "queued_push_bytes")
 
 
 def unsteady(r):
@@ -472,14 +553,17 @@ def main():
     cal = calibrate(rows, benches)
     sources = [
         f"{os.path.relpath(args.sweep, abkit.ROOT)} (N = 1, S = 1, both "
-        "loaders; pull/push_efficiency and delay: the N = 1 row; "
-        "transfer_cv and queued_push_bytes: the S = 1 column)",
+        "loaders; pull/push_efficiency and delay, startup_cpu_per_server: "
+        "the N = 1 row; startup_wait, launch_cpu, transfer_cv and "
+        "queued_push_bytes: the S = 1 column)",
         "shardps-bench --spawn_servers=1 --params=1000000: "
         f"push {benches[0]['push_MBps']} pull {benches[0]['pull_MBps']} MB/s",
         "shardps-bench --spawn_servers=1 --params=4096: "
         f"push {benches[1]['push_MBps']} MB/s"]
-    cal["transfer_cv"], cal["queued_push_bytes"], fit = fit_contention(
-        rows, cal, sources, args.out)
+    keys, fit = fit_contention(rows, cal, sources, args.out)
+    cal.update(keys)
+    keys, startup_fit = fit_startup(rows, cal, sources, args.out)
+    cal.update(keys)
     cal_path = os.path.join(args.out, "calibration.txt")
     write_calibration(cal_path, cal, sources)
     lines, _ = validate(rows, cal_path, args.out)
@@ -492,7 +576,13 @@ def main():
               f"{', '.join(map(str, SEEDS))})", ""]
     report += fit + ["", f"Chosen: transfer_cv {cal['transfer_cv']:.1f}, "
                      f"queued_push_bytes {cal['queued_push_bytes']:.0f}.", "",
-                     "## Validation (N >= 2 and S >= 2: points the "
+                     "## Calibration of the start-up (the S = 1 column: "
+                     "mean relative error of the parallel loader's init)",
+                     ""]
+    report += startup_fit + ["", f"Chosen: startup_wait "
+                             f"{1e3 * cal['startup_wait']:.1f} ms, "
+                             f"launch_cpu {1e3 * cal['launch_cpu']:g} ms.",
+                             "", "## Validation (N >= 2 and S >= 2: points the "
                      "calibration did not use)", ""]
     report += lines + [""]
     if not args.validate_only:

@@ -5,6 +5,7 @@ paper-shaped plots.
 
   sudo experiments/sweep.py [--workers 1,2,4,8,16] [--servers 1,2,4,8]
                             [--loaders sequential,parallel] [--steps 60]
+                            [--init_repeats 3]
                             [--out DIR]
 """
 
@@ -35,6 +36,10 @@ def main():
     # point differed by 30-80%. With 60 it is 8.4 s or more everywhere
     # but S = 8, N = 16 sequential (2.1 s in the 2026-12-04 sweep).
     ap.set_defaults(steps=60)
+    # One run's parallel-loader start-up varies by up to 2x (0.029-0.061 s
+    # at S = 1, N = 2 across four runs); the median of three is what the
+    # simulator and perfmodel.py are checked against.
+    ap.set_defaults(init_repeats=3)
     args = ap.parse_args()
     abkit.ensure_root()
     points = [(s, n, lo) for lo in args.loaders.split(",")

@@ -41,7 +41,11 @@ absl::StatusOr<Calibration> ParseCalibration(absl::string_view text,
                                              absl::string_view name) {
   Calibration c;
   std::map<std::string, double*> fields = {
+      {"startup_wait", &c.startup_wait},
       {"startup_cpu", &c.startup_cpu},
+      {"startup_cpu_per_server", &c.startup_cpu_per_server},
+      {"startup_threads", &c.startup_threads},
+      {"launch_cpu", &c.launch_cpu},
       {"storage_efficiency", &c.storage_efficiency},
       {"pull_efficiency", &c.pull_efficiency},
       {"push_efficiency", &c.push_efficiency},

@@ -63,7 +63,22 @@ struct JobSpec {
 };
 
 struct Calibration {
-  double startup_cpu = 0;         // CPU seconds from process start to data
+  // From process start to data: `startup_wait` seconds of round trips (to
+  // storage and servers; no CPU), then `startup_cpu` +
+  // `startup_cpu_per_server` x S seconds of work on each of
+  // `startup_threads` threads (a lone worker's start-up keeps that many
+  // cores busy, so start-ups sharing a machine's cores slow each other).
+  double startup_wait = 0;
+  double startup_cpu = 0;
+  double startup_cpu_per_server = 0;
+  double startup_threads = 1;
+  // On one shared machine (shared_cores) the launcher starts the workers
+  // one after another, each start (fork, exec, entering the worker's
+  // network namespace) `launch_cpu` seconds of one core's work on that
+  // machine before the worker's process begins: the later workers start
+  // later, the more so the busier the cores. Hosts of their own start
+  // their workers at once.
+  double launch_cpu = 0;
   double storage_efficiency = 1;  // goodput / nominal of the storage link
   // The same for a pull's and for a push's bytes (they cross the links'
   // shapers in opposite directions, and are measured apart).

@@ -63,13 +63,22 @@ absl::Status CheckSpecs(const ClusterSpec& cluster, const JobSpec& job,
         std::pair{"storage_efficiency", calibration.storage_efficiency}}) {
     if (absl::Status s = Positive(name, value); !s.ok()) return s;
   }
+  if (calibration.startup_threads < 1 ||
+      calibration.startup_threads != std::floor(calibration.startup_threads)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("startup_threads must be a whole number >= 1, got ",
+                     calibration.startup_threads));
+  }
   for (const auto& [name, value] :
        {std::pair{"latency", cluster.latency},
         std::pair{"shared_cores", static_cast<double>(cluster.shared_cores)},
         std::pair{"dataset_bytes", job.dataset_bytes},
         std::pair{"sample_bytes", job.sample_bytes},
         std::pair{"compute_seconds", job.compute_seconds},
+        std::pair{"startup_wait", calibration.startup_wait},
         std::pair{"startup_cpu", calibration.startup_cpu},
+        std::pair{"startup_cpu_per_server", calibration.startup_cpu_per_server},
+        std::pair{"launch_cpu", calibration.launch_cpu},
         std::pair{"pull_delay", calibration.pull_delay},
         std::pair{"push_delay", calibration.push_delay},
         std::pair{"call_cpu", calibration.call_cpu},
@@ -147,10 +156,21 @@ absl::StatusOr<SimResult> Simulate(const ClusterSpec& cluster,
   simgrid::s4u::Engine::set_config("network/crosstraffic:0");
   const Platform platform = BuildPlatform(cluster, job, calibration);
   JobState state(job.workers, static_cast<int>(platform.servers.size()));
-  std::vector<double> samples_per_step;
-  for (int w = 0; w < job.workers; ++w) {
-    StartWorker(w, job, calibration, platform, &state);
-    samples_per_step.push_back(job.batch);
+  const std::vector<double> samples_per_step(job.workers, job.batch);
+  if (cluster.shared_cores > 0) {
+    simgrid::s4u::Actor::create(
+        "launcher", platform.worker_cpus[0],
+        [&job, &calibration, &platform, &state] {
+          for (int w = 0; w < job.workers; ++w) {
+            simgrid::s4u::this_actor::execute(calibration.launch_cpu *
+                                              kFlopsPerSecond);
+            StartWorker(w, job, calibration, platform, &state);
+          }
+        });
+  } else {
+    for (int w = 0; w < job.workers; ++w) {
+      StartWorker(w, job, calibration, platform, &state);
+    }
   }
   engine.run();
   SimResult r =

@@ -66,7 +66,12 @@ class Worker : public std::enable_shared_from_this<Worker> {
         random_(job.seed * 1000003 + w) {}
 
   void Run() {
-    StartExec(p_.worker_cpus[w_], cal_.startup_cpu)->wait();
+    const double process_start = s4u::Engine::get_clock();
+    s4u::this_actor::sleep_for(cal_.startup_wait);
+    StartExec(p_.worker_cpus[w_],
+              cal_.startup_cpu + cal_.startup_cpu_per_server * job_.servers,
+              static_cast<int>(cal_.startup_threads))
+        ->wait();
     if (job_.loader == Loader::kSequential) {
       s4u::Comm::sendto(p_.storage, p_.workers[w_],
                         static_cast<uint64_t>(job_.dataset_bytes));
@@ -77,7 +82,7 @@ class Worker : public std::enable_shared_from_this<Worker> {
     for (int step = 0; step < job_.steps; ++step) {
       if (job_.loader == Loader::kParallel) ring_.Take();
       if (step == 0) {
-        state_->inits[w_] = s4u::Engine::get_clock();
+        state_->inits[w_] = s4u::Engine::get_clock() - process_start;
         s4u::this_actor::sleep_for(job_.phase_spread_seconds * w_ /
                                    p_.workers.size());
       }

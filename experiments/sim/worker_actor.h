@@ -39,7 +39,8 @@ class JobState {
   void AddInbound(int s, simgrid::s4u::CommPtr push);
   void RemoveInbound(int s, const simgrid::s4u::CommPtr& push);
 
-  std::vector<double> inits;                   // per worker, seconds
+  // Per worker, seconds from its process's start to its first batch.
+  std::vector<double> inits;
   std::vector<std::vector<double>> step_ends;  // per worker
   // Over every worker's steps: seconds pulling and pushing (from a call's
   // start, its waits included, to its last shard's end).

@@ -21,6 +21,8 @@ namespace {
 constexpr char kFreeCosts[] =
     "# no costs but the links'\n"
     "startup_cpu 0\nstorage_efficiency 1\n"
+    "startup_wait 0\nstartup_cpu_per_server 0\nstartup_threads 1\n"
+    "launch_cpu 0\n"
     "pull_efficiency 1\npush_efficiency 1\npull_delay 0\npush_delay 0\n"
     "call_cpu 0\n"
     "client_cpu_per_byte 0\nserver_cpu_per_byte 0\nwire_cpu_per_byte 0\n"
@@ -199,12 +201,51 @@ TEST_F(SimTest, SequentialReadersShareTheStorageLink) {
               0.1);
 }
 
+TEST_F(SimTest, StartUpsWaitThenShareTheMachinesCores) {
+  // Each start-up waits 20 ms, then works 10 ms + 2 ms per server on each
+  // of 2 threads. With S = 4, one worker on 2 cores: 20 + 18 ms; four at
+  // once share the cores: 20 + 4 x 18 ms; on a host of one core each,
+  // its 2 threads take 2 x 18 ms. (Four batches through 100 Gbit/s
+  // storage and worker links add under 20 us.)
+  const std::string costs = absl::StrReplaceAll(
+      kFreeCosts,
+      {{"startup_cpu 0\n", "startup_cpu 0.01\n"},
+       {"startup_wait 0\n", "startup_wait 0.02\n"},
+       {"startup_cpu_per_server 0\n", "startup_cpu_per_server 0.002\n"},
+       {"startup_threads 1\n", "startup_threads 2\n"}});
+  const std::string calibration = Calibration(costs);
+  const std::string job =
+      "--servers=4 --loader=parallel --storage_link=100gbit "
+      "--worker_link=100gbit --steps=2 "
+      "--worker_cores=1 --workers=";
+  EXPECT_NEAR(Run(job + "1 --shared_cores=2", calibration).init, 0.038, 5e-5);
+  EXPECT_NEAR(Run(job + "4 --shared_cores=2", calibration).init, 0.092, 5e-5);
+  EXPECT_NEAR(Run(job + "4", calibration).init, 0.056, 5e-5);
+  // A launcher that spends 5 ms on each start: worker 0 starts at 5 ms,
+  // works alone from 25 to 30 ms (5 of its 18), then shares the cores with
+  // worker 1 (started at 10 ms) until it ends at 56 ms; worker 1 ends
+  // alone at 61 ms. Each took 51 ms (at once they would take 20 + 36).
+  const std::string launched = Calibration(
+      absl::StrReplaceAll(costs, {{"launch_cpu 0\n", "launch_cpu 0.005\n"}}));
+  EXPECT_NEAR(Run(job + "2 --shared_cores=2", launched).init, 0.051, 5e-5);
+  EXPECT_NEAR(Run(job + "2 --shared_cores=2", calibration).init, 0.056, 5e-5);
+  auto [code, out] = Sim(
+      "", Calibration(absl::StrReplaceAll(
+              kFreeCosts, {{"startup_threads 1\n", "startup_threads 1.5\n"}})));
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(out.find("startup_threads must be a whole number >= 1, got 1.5"),
+            std::string::npos)
+      << out;
+}
+
 TEST_F(SimTest, OneServerHostIsTheSameAsEveryShard) {
   // Costs everywhere, a slow worker link, sync and async: the S servers as
   // one host of S times the link and cores gives what S hosts give (when
   // the shards' transfers do not vary: see the next test).
   const std::string calibration = Calibration(
       "startup_cpu 0.01\nstorage_efficiency 0.9\npull_efficiency 0.95\n"
+      "startup_wait 0.003\nstartup_cpu_per_server 0.001\nstartup_threads 2\n"
+      "launch_cpu 0.002\n"
       "push_efficiency 1.05\npull_delay 0.001\npush_delay 0.002\n"
       "call_cpu 0.0001\nclient_cpu_per_byte 1e-9\n"
       "server_cpu_per_byte 2e-9\nwire_cpu_per_byte 3e-9\ntransfer_cv 0\n"
@@ -301,7 +342,7 @@ TEST(SimInputsTest, RatesAndCalibrationLines) {
   EXPECT_EQ(c->pull_efficiency, 1);
   EXPECT_EQ(c->wire_cpu_per_byte, 0);
   c = ParseCalibration(absl::StrCat(kFreeCosts, "call_cpu 1\n"), "c.txt");
-  EXPECT_NE(c.status().message().find("c.txt:14: unknown or repeated key"),
+  EXPECT_NE(c.status().message().find("c.txt:18: unknown or repeated key"),
             std::string::npos)
       << c.status();
   c = ParseCalibration("startup_cpu x\n", "c.txt");
