@@ -28,7 +28,7 @@ test: build
 demo: build
 	/usr/bin/python3 experiments/demo.py
 
-# The full N x S x loader sweep with the performance model (~21 minutes).
+# The full N x S x loader sweep with the performance model (~40 minutes).
 sweep: build
 	/usr/bin/python3 experiments/sweep.py
 

@@ -169,8 +169,7 @@ def fit_grid(points, cal, sources, out, rows, cols, keys, score, corner,
 # A lone start-up's share that is waiting, and the launcher's CPU per
 # worker started, seconds.
 WAIT_SHARES = [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8]
-LAUNCH_CPUS = [0, 0.001, 0.002, 0.003, 0.004, 0.005, 0.006, 0.008, 0.010,
-               0.012]
+LAUNCH_CPUS = [0, 0.001, 0.002, 0.003, 0.004, 0.006, 0.008, 0.012]
 
 
 def fit_startup(rows, cal, sources, out):
@@ -305,7 +304,7 @@ def err(pred, meas):
 # left out: transfers that never vary lock simulated workers into step or
 # not by the smallest difference (S = 1, N = 4 came out below N = 2).
 CVS = [0.1, 0.2, 0.3]
-WINDOWS = [0, 8e3, 16e3, 24e3, 32e3, 40e3, 48e3, 64e3, 96e3, 128e3, 192e3]
+WINDOWS = [0, 8e3, 16e3, 24e3, 32e3, 40e3, 48e3, 64e3, 96e3, 128e3]
 FIT_KEYS = ("samples_per_second", "pull_ms", "push_ms")
 
 
