@@ -1,7 +1,8 @@
 // One simulated worker: the real training loop's phases (ps/README.md,
-// worker/train/trainer.cc) as SimGrid activities. Start-up is CPU work; the
-// sequential loader then reads the whole data set through the storage link
-// before the first step, the parallel one reads its partition batch by
+// worker/train/trainer.cc) as SimGrid activities. Start-up is round trips
+// (a wait), then CPU work on the worker's cores; the sequential loader
+// then reads the whole data set through the storage link before the
+// first step, the parallel one reads its partition batch by
 // batch into a ring while training. Each step waits for a batch, pulls
 // from every shard at once (server CPU, the shard's bytes from the server's
 // link to the worker's, client CPU), computes (a delay: the accelerator is

@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 #include <regex>
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "experiments/sim/inputs.h"
 #include "experiments/sim/job_model.h"
 #include "ps/base/program.h"
@@ -28,11 +30,19 @@ constexpr char kFreeCosts[] =
     "client_cpu_per_byte 0\nserver_cpu_per_byte 0\nwire_cpu_per_byte 0\n"
     "transfer_cv 0\nqueued_push_bytes 0\n";
 
-// The same, with each transfer varying by `cv`.
-std::string FreeCostsVarying(double cv) {
-  return absl::StrReplaceAll(
-      kFreeCosts,
-      {{"transfer_cv 0\n", absl::StrCat("transfer_cv ", cv, "\n")}});
+// `base` with the keys of `values` set to theirs.
+std::string CostsWith(const std::map<std::string, std::string>& values,
+                      absl::string_view base = kFreeCosts) {
+  std::string out;
+  for (absl::string_view line : absl::StrSplit(base, '\n', absl::SkipEmpty())) {
+    auto it = values.find(std::string(line.substr(0, line.find(' '))));
+    if (it == values.end()) {
+      absl::StrAppend(&out, line, "\n");
+    } else {
+      absl::StrAppend(&out, it->first, " ", it->second, "\n");
+    }
+  }
+  return out;
 }
 
 struct Figures {
@@ -134,9 +144,7 @@ TEST_F(SimTest, PullsQueuedBehindPushesFallIntoLockstep) {
       "--workers=16 --servers=4 --param_bytes=1250000 --compute_ms=0 "
       "--server_link=100mbit --worker_link=10gbit --steps=200";
   auto window = [&](const char* bytes) {
-    return Calibration(absl::StrReplaceAll(
-        kFreeCosts, {{"queued_push_bytes 0\n",
-                      absl::StrCat("queued_push_bytes ", bytes, "\n")}}));
+    return Calibration(CostsWith({{"queued_push_bytes", bytes}}));
   };
   EXPECT_NEAR(Run(job, window("1e9")).rate, 320, 320 * 0.01);
   const double small = Run(job, window("1000")).rate;
@@ -152,16 +160,15 @@ TEST_F(SimTest, PullsAndPushesHaveTheirOwnEfficiency) {
   const std::string job =
       "--workers=1 --servers=1 --param_bytes=1250000 --compute_ms=100 "
       "--server_link=100mbit --worker_link=1gbit --steps=50 --batch=16";
-  const std::string both = Calibration(absl::StrReplaceAll(
-      kFreeCosts, {{"pull_efficiency 1\n", "pull_efficiency 0.8\n"},
-                   {"push_efficiency 1\n", "push_efficiency 1.25\n"}}));
+  const std::string efficiencies =
+      CostsWith({{"pull_efficiency", "0.8"}, {"push_efficiency", "1.25"}});
+  const std::string both = Calibration(efficiencies);
   const Figures f = Run(job, both);
   EXPECT_NEAR(f.rate, 16 / 0.305, 16 / 0.305 * 1e-3);
   EXPECT_NEAR(f.pull_ms, 125, 0.01);
   EXPECT_NEAR(f.push_ms, 80, 0.01);
-  const std::string delayed = Calibration(absl::StrReplaceAll(
-      testutil::ReadFile(both), {{"pull_delay 0\n", "pull_delay 0.01\n"},
-                                 {"push_delay 0\n", "push_delay 0.02\n"}}));
+  const std::string delayed = Calibration(CostsWith(
+      {{"pull_delay", "0.01"}, {"push_delay", "0.02"}}, efficiencies));
   EXPECT_NEAR(Run(job, delayed).rate, 16 / 0.335, 16 / 0.335 * 1e-3);
 }
 
@@ -172,8 +179,8 @@ TEST_F(SimTest, TheWiresCpuIsSpentWhileTheBytesFlow) {
   // workers the link is no longer the limit but the CPU is: each step
   // moves 2.5 MB, 0.05 s of the core, so at most 20 steps (320 samples)
   // a second.
-  const std::string wire = Calibration(absl::StrReplaceAll(
-      kFreeCosts, {{"wire_cpu_per_byte 0\n", "wire_cpu_per_byte 2e-8\n"}}));
+  const std::string wire =
+      Calibration(CostsWith({{"wire_cpu_per_byte", "2e-8"}}));
   const std::string job =
       "--servers=1 --param_bytes=1250000 --compute_ms=100 "
       "--server_link=100mbit --worker_link=1gbit --steps=40 --batch=16";
@@ -188,8 +195,8 @@ TEST_F(SimTest, TheWiresCpuIsSpentWhileTheBytesFlow) {
 TEST_F(SimTest, SequentialReadersShareTheStorageLink) {
   // 8 workers each read 10 MB through one 80 Mbit/s (10 MB/s) storage
   // link: 8 s, after 0.5 s of start-up CPU each on their own cores.
-  const std::string calibration = Calibration(absl::StrReplaceAll(
-      kFreeCosts, {{"startup_cpu 0\n", "startup_cpu 0.5\n"}}));
+  const std::string calibration =
+      Calibration(CostsWith({{"startup_cpu", "0.5"}}));
   const std::string job =
       "--workers=8 --servers=2 --dataset_bytes=10000000 "
       "--storage_link=80mbit --worker_link=1gbit --steps=3 --loader=";
@@ -207,12 +214,10 @@ TEST_F(SimTest, StartUpsWaitThenShareTheMachinesCores) {
   // once share the cores: 20 + 4 x 18 ms; on a host of one core each,
   // its 2 threads take 2 x 18 ms. (Four batches through 100 Gbit/s
   // storage and worker links add under 20 us.)
-  const std::string costs = absl::StrReplaceAll(
-      kFreeCosts,
-      {{"startup_cpu 0\n", "startup_cpu 0.01\n"},
-       {"startup_wait 0\n", "startup_wait 0.02\n"},
-       {"startup_cpu_per_server 0\n", "startup_cpu_per_server 0.002\n"},
-       {"startup_threads 1\n", "startup_threads 2\n"}});
+  const std::string costs = CostsWith({{"startup_cpu", "0.01"},
+                                       {"startup_wait", "0.02"},
+                                       {"startup_cpu_per_server", "0.002"},
+                                       {"startup_threads", "2"}});
   const std::string calibration = Calibration(costs);
   const std::string job =
       "--servers=4 --loader=parallel --storage_link=100gbit "
@@ -225,13 +230,12 @@ TEST_F(SimTest, StartUpsWaitThenShareTheMachinesCores) {
   // works alone from 25 to 30 ms (5 of its 18), then shares the cores with
   // worker 1 (started at 10 ms) until it ends at 56 ms; worker 1 ends
   // alone at 61 ms. Each took 51 ms (at once they would take 20 + 36).
-  const std::string launched = Calibration(
-      absl::StrReplaceAll(costs, {{"launch_cpu 0\n", "launch_cpu 0.005\n"}}));
+  const std::string launched =
+      Calibration(CostsWith({{"launch_cpu", "0.005"}}, costs));
   EXPECT_NEAR(Run(job + "2 --shared_cores=2", launched).init, 0.051, 5e-5);
   EXPECT_NEAR(Run(job + "2 --shared_cores=2", calibration).init, 0.056, 5e-5);
-  auto [code, out] = Sim(
-      "", Calibration(absl::StrReplaceAll(
-              kFreeCosts, {{"startup_threads 1\n", "startup_threads 1.5\n"}})));
+  auto [code, out] =
+      Sim("", Calibration(CostsWith({{"startup_threads", "1.5"}})));
   EXPECT_EQ(code, 1);
   EXPECT_NE(out.find("startup_threads must be a whole number >= 1, got 1.5"),
             std::string::npos)
@@ -269,7 +273,7 @@ TEST_F(SimTest, TheSlowestShardEndsEachTransfer) {
   // (mean 1) leaves the rate as it was; with 8 shards a step takes the
   // expected largest of 8 draws, 1 + 1.42 x 0.3 of a mean step (clamped
   // at 1.5): the rate falls to about 0.72 of the steady one.
-  const std::string spread = Calibration(FreeCostsVarying(0.3));
+  const std::string spread = Calibration(CostsWith({{"transfer_cv", "0.3"}}));
   for (int servers : {1, 8}) {
     const std::string job = absl::StrCat(
         "--workers=1 --every_shard --param_bytes=1250000 --compute_ms=0 "
@@ -298,7 +302,8 @@ TEST_F(SimTest, SyncWorkersStepInUnisonAsyncOnesOverlap) {
 }
 
 TEST_F(SimTest, TransfersVaryByTheCalibratedSpreadReproducibly) {
-  const std::string calibration = Calibration(FreeCostsVarying(0.2));
+  const std::string calibration =
+      Calibration(CostsWith({{"transfer_cv", "0.2"}}));
   const std::string job =
       "--workers=8 --servers=2 --param_bytes=1250000 --compute_ms=50 "
       "--server_link=100mbit --worker_link=1gbit --steps=30 --seed=";
