@@ -54,10 +54,11 @@ struct JobSpec {
   // them at once, so each server sees the same flows at the same times and
   // the max-min shares are the same; it is what makes N = 1024 fast.
   bool every_shard = false;
-  // Asynchronous workers do not step in unison: real ones drift apart
-  // (unequal TCP shares, scheduling), so that one's pull overlaps
-  // another's push. Worker w of N starts its first step w / N of this
-  // after its first batch; Simulate sets it to one uncontended step.
+  // Asynchronous workers do not step in unison, nor evenly spread: where
+  // each real one is in its step when another starts one follows from
+  // start-ups no one times. Each worker starts its first step a random
+  // part (uniform, of `seed`) of this after its first batch; Simulate
+  // sets it to one uncontended step.
   double phase_spread_seconds = 0;
   uint64_t seed = 1;  // of the transfers' variation
 };
@@ -98,7 +99,10 @@ struct Calibration {
   double wire_cpu_per_byte = 0;
   // How much a transfer varies once others share its links (standard
   // deviation over mean; experiments/scale.py fits it on one server's
-  // runs): each shard's part of a pull or push varies so, on its own.
+  // runs): each shard's part of a pull or push that starts while another
+  // crosses its server's link in the same direction varies so, on its
+  // own; one that starts alone takes its time exactly (a lone worker's
+  // vary 1-5%, so workers that never meet stay apart, as real ones do).
   double transfer_cv = 0;
   // Push bytes one connection has queued on a server's link at most (its
   // TCP window): a pull's request waits behind them, as the links' queues

@@ -83,8 +83,9 @@ class Worker : public std::enable_shared_from_this<Worker> {
       if (job_.loader == Loader::kParallel) ring_.Take();
       if (step == 0) {
         state_->inits[w_] = s4u::Engine::get_clock() - process_start;
-        s4u::this_actor::sleep_for(job_.phase_spread_seconds * w_ /
-                                   p_.workers.size());
+        std::uniform_real_distribution<double> phase(0,
+                                                     job_.phase_spread_seconds);
+        s4u::this_actor::sleep_for(phase(random_));
       }
       if (job_.consistency == Consistency::kSync && step > 0) {
         state_->AwaitPushes(step - 1);
@@ -151,13 +152,18 @@ class Worker : public std::enable_shared_from_this<Worker> {
         (shard_calls * cal_.call_cpu + shard_bytes * cal_.client_cpu_per_byte) /
         client_threads;
     const double wire_half = shard_bytes * cal_.wire_cpu_per_byte / 2;
-    // Real transfers of the same bytes vary (TCP, scheduling): each
-    // shard's part takes the calibrated spread on its own, and the
-    // transfer ends with the slowest.
+    // Real transfers of the same bytes vary once they share a link (TCP,
+    // scheduling): each shard's part that starts beside another on its
+    // server's link takes the calibrated spread on its own, and the
+    // transfer ends with the slowest. It counts as crossing that link
+    // from its start to its end.
+    s4u::this_actor::sleep_for(StartDelay(pull));
     std::vector<double> bytes(shards);
-    for (double& b : bytes) {
-      b = shard_bytes * share * Jitter() /
-          (pull ? cal_.pull_efficiency : cal_.push_efficiency);
+    for (int s = 0; s < shards; ++s) {
+      const double jitter = state_->Crossing(s, pull) > 0 ? Jitter() : 1;
+      bytes[s] = shard_bytes * share * jitter /
+                 (pull ? cal_.pull_efficiency : cal_.push_efficiency);
+      state_->Cross(s, pull, +1);
     }
     // Beside each pending activity (wait_any takes `pending` as it is):
     // its shard, and for a push's bytes the comm to unregister.
@@ -201,7 +207,6 @@ class Worker : public std::enable_shared_from_this<Worker> {
       }
       left[s] = static_cast<int>(pending.size() - before);
     };
-    s4u::this_actor::sleep_for(StartDelay(pull));
     for (int s = 0; s < shards; ++s) start(s);
     while (!pending.empty()) {
       const ssize_t i = s4u::Activity::wait_any(pending);
@@ -211,6 +216,7 @@ class Worker : public std::enable_shared_from_this<Worker> {
       owners.erase(owners.begin() + i);
       if (--left[s] == 0 && ++stage[s] < 3) start(s);
     }
+    for (int s = 0; s < shards; ++s) state_->Cross(s, pull, -1);
   }
 
   // A factor of mean 1 and the calibrated coefficient of variation,
@@ -238,7 +244,15 @@ JobState::JobState(int workers, int server_hosts)
       workers_(workers),
       mu_(s4u::Mutex::create()),
       cv_(s4u::ConditionVariable::create()),
-      inbound_(server_hosts) {}
+      inbound_(server_hosts),
+      crossing_{std::vector<int>(server_hosts, 0),
+                std::vector<int>(server_hosts, 0)} {}
+
+int JobState::Crossing(int s, bool pull) const { return crossing_[pull][s]; }
+
+void JobState::Cross(int s, bool pull, int delta) {
+  crossing_[pull][s] += delta;
+}
 
 double JobState::InboundSeconds(int s, double queued, double capacity) const {
   double bytes = 0;

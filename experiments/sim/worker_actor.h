@@ -40,6 +40,11 @@ class JobState {
   void AddInbound(int s, simgrid::s4u::CommPtr push);
   void RemoveInbound(int s, const simgrid::s4u::CommPtr& push);
 
+  // Pulls (pushes) now crossing server host `s`'s link; a transfer
+  // adds itself from its start to its end.
+  int Crossing(int s, bool pull) const;
+  void Cross(int s, bool pull, int delta);
+
   // Per worker, seconds from its process's start to its first batch.
   std::vector<double> inits;
   std::vector<std::vector<double>> step_ends;  // per worker
@@ -54,6 +59,7 @@ class JobState {
   simgrid::s4u::ConditionVariablePtr cv_;
   std::vector<int> pushed_;  // workers done with each step
   std::vector<std::vector<simgrid::s4u::CommPtr>> inbound_;  // per host
+  std::vector<int> crossing_[2];                             // [pull][host]
 };
 
 // Starts worker `w`'s actor (and its loader's) on `platform`.
