@@ -130,6 +130,23 @@ class Worker : public std::enable_shared_from_this<Worker> {
     return cal_.pull_delay + queued;
   }
 
+  // Each shard host's bytes of a transfer of `bytes` a host, now
+  // starting; each host's link counts it as crossing until Transfer ends.
+  // Real transfers of the same bytes vary once they share a link (TCP,
+  // scheduling): a part that starts beside another on its server's link
+  // takes the calibrated spread on its own (the transfer ends with the
+  // slowest); one that starts alone does not.
+  std::vector<double> CrossingBytes(bool pull, double bytes) {
+    std::vector<double> out(p_.servers.size());
+    for (int s = 0; s < static_cast<int>(out.size()); ++s) {
+      const double jitter = state_->Crossing(s, pull) > 0 ? Jitter() : 1;
+      out[s] =
+          bytes * jitter / (pull ? cal_.pull_efficiency : cal_.push_efficiency);
+      state_->Cross(s, pull, +1);
+    }
+    return out;
+  }
+
   // One pull or push: every shard's calls at once, each shard's through
   // its stages (pull: server CPU, bytes to the worker with the CPU they
   // cost on their way, client CPU; push the other way round).
@@ -152,19 +169,8 @@ class Worker : public std::enable_shared_from_this<Worker> {
         (shard_calls * cal_.call_cpu + shard_bytes * cal_.client_cpu_per_byte) /
         client_threads;
     const double wire_half = shard_bytes * cal_.wire_cpu_per_byte / 2;
-    // Real transfers of the same bytes vary once they share a link (TCP,
-    // scheduling): each shard's part that starts beside another on its
-    // server's link takes the calibrated spread on its own, and the
-    // transfer ends with the slowest. It counts as crossing that link
-    // from its start to its end.
     s4u::this_actor::sleep_for(StartDelay(pull));
-    std::vector<double> bytes(shards);
-    for (int s = 0; s < shards; ++s) {
-      const double jitter = state_->Crossing(s, pull) > 0 ? Jitter() : 1;
-      bytes[s] = shard_bytes * share * jitter /
-                 (pull ? cal_.pull_efficiency : cal_.push_efficiency);
-      state_->Cross(s, pull, +1);
-    }
+    const std::vector<double> bytes = CrossingBytes(pull, shard_bytes * share);
     // Beside each pending activity (wait_any takes `pending` as it is):
     // its shard, and for a push's bytes the comm to unregister.
     struct Owner {
