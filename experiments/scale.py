@@ -143,11 +143,12 @@ def startup(lone_s1, per_server, wait, launch_cpu):
 
 
 def fit_grid(points, cal, sources, out, rows, cols, keys, score, corner,
-             seeds=SEEDS):
-    """Simulates `points` with `cal` updated by keys(row, col) for every
-    (label, value) of `rows` x `cols`; score(sims) gives a cell's error
-    and its text. Returns the keys of the smallest error and the grid as
-    a markdown table (`corner` names the rows)."""
+             seeds=SEEDS, steps=None):
+    """Simulates `points` (`steps` steps each, or the sweep's) with `cal`
+    updated by keys(row, col) for every (label, value) of `rows` x `cols`;
+    score(sims) gives a cell's error and its text. Returns the keys of the
+    smallest error and the grid as a markdown table (`corner` names the
+    rows)."""
     path = os.path.join(out, "calibration-fit.txt")
     lines = [f"| {corner} | " + " | ".join(c for c, _ in cols) + " |",
              "|---" * (len(cols) + 1) + "|"]
@@ -157,8 +158,10 @@ def fit_grid(points, cal, sources, out, rows, cols, keys, score, corner,
         for _, col in cols:
             cell_keys = keys(row, col)
             write_calibration(path, dict(cal, **cell_keys), sources)
-            sims = simulate_seeds([sweep_point(r, path) for r in points],
-                                  seeds)
+            sims = simulate_seeds(
+                [dict(sweep_point(r, path), **({"steps": steps} if steps
+                                                else {}))
+                 for r in points], seeds)
             error, text = score(sims)
             cells.append(text)
             if best is None or error < best[0]:
@@ -199,7 +202,7 @@ def fit_startup(rows, cal, sources, out):
         [(f"wait {share:.0%}", share) for share in WAIT_SHARES],
         lambda launch, share: startup(lone_s1, per_server, share * lone_s1,
                                       launch),
-        score, "launch_cpu ms", seeds=(1,))
+        score, "launch_cpu ms", seeds=(1,), steps=1)
 
 
 def calibrate(rows, benches):
@@ -409,12 +412,12 @@ def validate(rows, calibration, out):
 
 def steady(point):
     """Simulates `point` with more steps until its rate changes < 2%
-    between the window's halves: from 40 steps, doubling up to 160; from
-    N = 512 on, where a step of all the workers costs ~0.3-0.6 s here, 40
-    then 60. r["steady"] says whether it got there."""
+    between the window's halves: 40 then 80 steps; from N = 512 on, where
+    a step of all the workers costs ~0.3-1 s here, 20, 40 then 60.
+    r["steady"] says whether it got there."""
     large = point["workers"] >= 512
-    most = 60 if large else 160
-    steps = 40
+    most = 60 if large else 80
+    steps = 20 if large else 40
     while True:
         r = simulate(dict(point, steps=steps))
         halves = (r["first_half"], r["second_half"])
@@ -425,8 +428,15 @@ def steady(point):
 
 
 def steady_all(points):
+    """steady() of every point, the largest N first (a pool that ends on
+    one N = 1024 point leaves the other cores idle)."""
+    order = sorted(range(len(points)), key=lambda i: -points[i]["workers"])
     with concurrent.futures.ThreadPoolExecutor(CORES) as pool:
-        return list(pool.map(steady, points))
+        done = list(pool.map(steady, [points[i] for i in order]))
+    out = [None] * len(points)
+    for i, r in zip(order, done):
+        out[i] = r
+    return out
 
 
 NS = [2 ** i for i in range(11)]  # 1 .. 1024 workers
@@ -506,10 +516,12 @@ def one_host_check(setting, calibration, workers=64, servers=16):
     """The predictions simulate the S servers as one host (fast at N =
     1024), which leaves out that each shard's transfer varies on its own
     and a pull or push waits for the slowest: the same point both ways,
-    mean of SEEDS, says how much that matters."""
+    mean of three seeds (every shard is ~16 s a run here), says how much
+    that matters."""
     point = dict(setting, calibration=calibration, workers=workers,
                  servers=servers, loader="parallel", steps=40)
-    one, every = simulate_seeds([point, dict(point, every_shard="true")])
+    one, every = simulate_seeds([point, dict(point, every_shard="true")],
+                                seeds=SEEDS[:3])
     a, b = one["samples_per_second"], every["samples_per_second"]
     return [f"Servers as one host against every shard simulated, N = "
             f"{workers}, S = {servers}: {a:.0f} against {b:.0f} samples/s "
