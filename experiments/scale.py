@@ -158,10 +158,10 @@ def fit_grid(points, cal, sources, out, rows, cols, keys, score, corner,
         for _, col in cols:
             cell_keys = keys(row, col)
             write_calibration(path, dict(cal, **cell_keys), sources)
-            sims = simulate_seeds(
-                [dict(sweep_point(r, path), **({"steps": steps} if steps
-                                                else {}))
-                 for r in points], seeds)
+            runs = [sweep_point(r, path) for r in points]
+            if steps:
+                runs = [dict(run, steps=steps) for run in runs]
+            sims = simulate_seeds(runs, seeds)
             error, text = score(sims)
             cells.append(text)
             if best is None or error < best[0]:
@@ -432,11 +432,8 @@ def steady_all(points):
     one N = 1024 point leaves the other cores idle)."""
     order = sorted(range(len(points)), key=lambda i: -points[i]["workers"])
     with concurrent.futures.ThreadPoolExecutor(CORES) as pool:
-        done = list(pool.map(steady, [points[i] for i in order]))
-    out = [None] * len(points)
-    for i, r in zip(order, done):
-        out[i] = r
-    return out
+        futures = {i: pool.submit(steady, points[i]) for i in order}
+    return [futures[i].result() for i in range(len(points))]
 
 
 NS = [2 ** i for i in range(11)]  # 1 .. 1024 workers

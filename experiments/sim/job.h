@@ -60,7 +60,7 @@ struct JobSpec {
   // part (uniform, of `seed`) of this after its first batch; Simulate
   // sets it to one uncontended step.
   double phase_spread_seconds = 0;
-  uint64_t seed = 1;  // of the transfers' variation
+  uint64_t seed = 1;  // of the transfers' variation and the start phases
 };
 
 struct Calibration {
