@@ -9,6 +9,8 @@ import re
 import statistics
 import subprocess
 import sys
+import threading
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "build", "bin")
@@ -21,7 +23,8 @@ FIELDS = [
     "server_link", "worker_link", "storage_link", "optimizer", "consistency",
     "compression", "bytes_per_step", "pull_bytes_per_step",
     "push_bytes_per_step", "final_test_accuracy", "transfer_cv",
-    "dropped_packets", "steady_window_seconds", "init_runs", "run_dir",
+    "dropped_packets", "steady_window_seconds", "init_runs",
+    "push_queue_bytes", "run_dir",
 ]
 TEXT_FIELDS = ("loader", "run_dir", "optimizer", "consistency", "compression",
                "init_runs")
@@ -96,9 +99,74 @@ def steady_window(per_worker):
             max(float(steps[0]["end_unix_s"]) for steps in per_worker))
 
 
+def unacked(ss_info):
+    """Of `ss -tin` output: the segments sent and not yet acknowledged over
+    its connections, and their bytes (each connection's unacked x mss)."""
+    pairs = [(int(u), int(m)) for m, u in re.findall(
+        r"\bmss:(\d+)\b.*\bunacked:(\d+)", ss_info)]
+    return sum(u for u, _ in pairs), sum(u * m for u, m in pairs)
+
+
+class PushQueueSampler:
+    """What a pull's request waits behind on a server's link: the push
+    bytes worker 0 has in flight to server 0 (ss's unacked segments x mss,
+    over its connections to it: gRPC keeps more than one), sampled every
+    `period` seconds from the worker's network namespace while the
+    emulated cluster launched by `launcher_pid` trains: from worker 0's
+    first step logged in `run_dir` on, so that the sampling's CPU (nsenter
+    and ss, a fifth of the machine) falls on no start-up. The emulated
+    links' shapers are the only queues, so bytes in flight are bytes
+    queued. mean() is over the samples taken while a push was on its way
+    (more than two segments in flight: a pull's request is one)."""
+
+    def __init__(self, launcher_pid, run_dir, server="10.213.1.1",
+                 period=0.05):
+        self._ns = f"/var/run/netns/sps{launcher_pid}-w0"
+        self._steps = os.path.join(run_dir, "metrics-0.csv")
+        self._start = time.time()
+        self._server = server
+        self._period = period
+        self._samples = []
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _training(self):
+        try:
+            if os.path.getmtime(self._steps) < self._start:
+                return False  # an earlier run's
+            with open(self._steps) as f:
+                return sum(1 for _ in f) >= 2  # a header and a step
+        except FileNotFoundError:
+            return False
+
+    def _run(self):
+        while not self._done.is_set() and not self._training():
+            self._done.wait(self._period)
+        while not self._done.is_set():
+            if os.path.exists(self._ns):
+                out = subprocess.run(
+                    ["nsenter", f"--net={self._ns}", "ss", "-tinH", "dst",
+                     self._server], capture_output=True, text=True).stdout
+                segments, in_flight = unacked(out)
+                if segments > 2:
+                    self._samples.append(in_flight)
+            self._done.wait(self._period)
+
+    def stop(self):
+        self._done.set()
+        self._thread.join()
+
+    def mean(self):
+        """None when no push was ever seen on its way."""
+        return statistics.mean(self._samples) if self._samples else None
+
+
 def run_point(run_dir, servers, workers, loader, data, links, worker_args,
-              cluster="emulated"):
-    """One shardps-launch run; returns its CSV row (ok=0 if it failed)."""
+              cluster="emulated", sample_push_queue=False):
+    """One shardps-launch run; returns its CSV row (ok=0 if it failed).
+    sample_push_queue (emulated cluster only): the row's push_queue_bytes
+    is PushQueueSampler's mean for the run."""
     cmd = [binary("shardps-launch"), f"--cluster={cluster}",
            f"--servers={servers}", f"--workers={workers}",
            f"--loader={loader}", f"--run_dir={run_dir}", f"--data={data}",
@@ -108,7 +176,12 @@ def run_point(run_dir, servers, workers, loader, data, links, worker_args,
     cmd += ["--"] + worker_args
     os.makedirs(run_dir, exist_ok=True)
     with open(run_dir + ".log", "w") as log:
-        proc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+        sampler = (PushQueueSampler(proc.pid, run_dir)
+                   if sample_push_queue and cluster == "emulated" else None)
+        proc.wait()
+        if sampler:
+            sampler.stop()
     with open(os.path.join(run_dir, "summary.json")) as f:
         s = json.load(f)
     w = s["per_worker"]
@@ -122,6 +195,7 @@ def run_point(run_dir, servers, workers, loader, data, links, worker_args,
                   if a.startswith("--model=")), "mlp:784-256-256-10")
     batch = int(next((a.split("=", 1)[1] for a in worker_args
                       if a.startswith("--batch=")), 128))
+    queue = sampler.mean() if sampler else None
     phases = ["read_seconds", "pull_seconds", "compute_seconds", "push_seconds"]
     return {
         "servers": servers, "workers": workers, "loader": loader,
@@ -156,6 +230,7 @@ def run_point(run_dir, servers, workers, loader, data, links, worker_args,
                                for x in s.get("link_stats", [])),
         "steady_window_seconds": steady_window(per_worker),
         "init_runs": f"{s['init_seconds']:.4f}",
+        "push_queue_bytes": "" if queue is None else queue,
         "run_dir": run_dir,
     }
 
@@ -256,8 +331,12 @@ def run_grid(points, args):
     rows = []
     for i, (s, n, lo) in enumerate(points):
         run_dir = os.path.join(args.out, "runs", f"s{s}-n{n}-{lo}")
+        # One server's runs of several workers also measure what a pull's
+        # request queues behind (experiments/scale.py calibrates on that
+        # column; the N = 1 run's CPU calibrates the wire's, unsampled).
         row = repeat_init(run_point(run_dir, s, n, lo, data, links,
-                                    worker_args),
+                                    worker_args,
+                                    sample_push_queue=s == 1 and n > 1),
                           args.init_repeats, data, links, worker_args)
         rows.append(row)
         write_rows(os.path.join(args.out, "results.csv"), rows)
