@@ -32,7 +32,7 @@ demo: build
 sweep: build
 	/usr/bin/python3 experiments/sweep.py
 
-# The scale simulation (SimGrid): calibrate from the sweep's N = 1 runs and
+# The scale simulation (SimGrid): calibrate from the sweep's N = 1 and S = 1 runs and
 # shardps-bench, validate on the other sweep points, predict N up to 1024
 # and S up to 128; results in experiments/results/scale/.
 scale: build

@@ -15,8 +15,10 @@ from the sweep's N = 1 runs and S = 1 runs and two shardps-bench runs:
     and CPU on every core of the machine (a lone worker's start-up keeps
     both busy), and the launcher spends launch_cpu starting each worker:
     both fitted on the S = 1 column's init (fit_startup);
-  - storage_efficiency: the data set over the sequential loader's extra
-    init at N = 1, S = 1, against the nominal storage link;
+  - storage_efficiency and read_cpu_per_byte: a line through the S = 1
+    column's sequential init beyond the parallel one against N (N >= 2):
+    the data set over its slope against the nominal storage link; what a
+    lone reader (N = 1) takes beyond that, per byte (sequential_reads);
   - call_cpu, client/server_cpu_per_byte: shardps-bench on loopback, a
     large and a one-call table (each side's cost; the two sides run on the
     two cores at once, so the slower side sets the rate);
@@ -27,9 +29,11 @@ from the sweep's N = 1 runs and S = 1 runs and two shardps-bench runs:
     runs' pull and push times against a shard's bytes (S = 1, 2, 4: the
     server link is the limit): its slope against the nominal server link,
     its intercept (fit_direction);
-  - transfer_cv and queued_push_bytes: how much a shard's transfer varies
-    once workers share the links, and how many push bytes a pull's request
-    queues behind, fitted on the S = 1 column (fit_contention).
+  - queued_push_bytes: how many push bytes of a worker a pull's request
+    queues behind on a server's link, measured in the S = 1 column's runs
+    (push_queue);
+  - transfer_cv: how much a shard's transfer varies once workers share
+    the links, fitted on the S = 1 column (fit_contention).
 Validation: every sweep point with N >= 2 and S >= 2, the simulator run
 with the sweep's own settings (its steps, the launcher's steady window),
 beside experiments/perfmodel.py on the same points. Prediction: N up to
@@ -205,8 +209,33 @@ def fit_startup(rows, cal, sources, out):
         score, "launch_cpu ms", seeds=(1,), steps=1)
 
 
+def sequential_reads(rows):
+    """The storage link's goodput and the sequential loader's CPU per byte
+    read. The S = 1 column's sequential init beyond the parallel one at the
+    same N is the data set's reading: a line through it against N (N >=
+    2, readers sharing the link and filling each other's gaps) has the
+    data set over the goodput as its slope; what a lone reader (N = 1)
+    takes beyond the data set at that goodput is its checking of each
+    block, during which its link idles."""
+    extra = {}
+    for r in rows:
+        if r["ok"] == 1 and r["servers"] == 1:
+            extra.setdefault(r["workers"], {})[r["loader"]] = r["init_seconds"]
+    points = [(n, e["sequential"] - e["parallel"]) for n, e in extra.items()
+              if n > 1 and len(e) == 2]
+    if len(points) < 2 or len(extra.get(1, {})) < 2:
+        sys.exit("scale: the sweep needs both loaders' S = 1 runs at N = 1 "
+                 "and two or more N > 1 to calibrate the storage reads (run "
+                 "`make sweep` first)")
+    line = statistics.linear_regression(*zip(*points))
+    data = find(rows, 1, 1, "sequential")["dataset_bytes"]
+    goodput = data / line.slope
+    lone = extra[1]["sequential"] - extra[1]["parallel"]
+    return goodput, max(0.0, (lone - data / goodput) / data)
+
+
 def calibrate(rows, benches):
-    par, seq = find(rows, 1, 1, "parallel"), find(rows, 1, 1, "sequential")
+    par = find(rows, 1, 1, "parallel")
     big, small = benches
     # Each side's CPU per byte: the slower side sets the loopback rate.
     per_byte = 1 / (1e6 * statistics.mean(
@@ -226,14 +255,14 @@ def calibrate(rows, benches):
                                                 2 * per_byte, call_cpu)
     push_efficiency, push_delay = fit_direction(rows, "push_ms",
                                                 2 * per_byte, call_cpu)
-    storage = par["dataset_bytes"] / max(
-        seq["init_seconds"] - par["init_seconds"], 1e-9)
+    storage, read_cpu = sequential_reads(rows)
     per_server, lone_s1 = lone_startup(rows)
     return {
         # All CPU, started at once, until fit_startup splits it.
         **startup(lone_s1, per_server, wait=0, launch_cpu=0),
         "storage_efficiency": storage / abkit.rate_bytes_per_second(
             par["storage_link"]),
+        "read_cpu_per_byte": read_cpu,
         "pull_efficiency": pull_efficiency,
         "push_efficiency": push_efficiency,
         "pull_delay": pull_delay,
@@ -308,20 +337,34 @@ def err(pred, meas):
 # How much a transfer varies once it shares a link (alone it never does,
 # so 0 would leave workers that meet in step by the smallest difference).
 CVS = [0.1, 0.2, 0.3, 0.4]
-WINDOWS = [0, 32e3, 64e3, 96e3, 128e3]
 FIT_KEYS = ("samples_per_second", "pull_ms", "push_ms")
 
 
+def push_queue(rows):
+    """queued_push_bytes: the mean over the sweep's S = 1, N >= 2 runs of
+    push_queue_bytes, the push bytes a worker had in flight to its server
+    while it pushed (abkit.PushQueueSampler: ss every 50 ms in worker 0's
+    namespace; the links' shapers are the only queues). Returns it and
+    each run's figure."""
+    runs = [r for r in rows if r["ok"] == 1 and r["servers"] == 1 and
+            r["workers"] > 1 and
+            isinstance(r.get("push_queue_bytes"), (int, float))]
+    if not runs:
+        sys.exit("scale: the sweep's S = 1 runs have no push_queue_bytes "
+                 "(a sweep from before it was measured: run `make sweep`)")
+    return (statistics.mean(r["push_queue_bytes"] for r in runs),
+            [(r["workers"], r["loader"], r["push_queue_bytes"])
+             for r in runs])
+
+
 def fit_contention(rows, cal, sources, out):
-    """transfer_cv and queued_push_bytes: how much one transfer's time
-    varies once others share its links, and how many push bytes of a
-    connection a pull's request waits behind. A worker alone shows neither,
-    so they are fitted on the S = 1 column (one link shared by N = 2 .. 16
-    workers, both loaders): the pair of CVS x WINDOWS with the smallest
-    mean relative error of samples/s, pull and push times there (the
-    times tell a request's wait apart from a slower link). The other
-    servers' columns are never seen. Returns the two keys and the fit's
-    table."""
+    """transfer_cv: how much one transfer's time varies once others share
+    its links (with cal's measured queued_push_bytes). A worker alone
+    never varies so, so it is fitted on the S = 1 column (one link shared
+    by N = 2 .. 16 workers, both loaders): of CVS, the one with the
+    smallest mean relative error of samples/s, pull and push times there.
+    The other servers' columns are never seen. Returns the key and the
+    fit's table."""
     points = [r for r in rows if r["ok"] == 1 and r["servers"] == 1 and
               r["workers"] > 1]
     if not points:
@@ -339,10 +382,9 @@ def fit_contention(rows, cal, sources, out):
                       f"{100 * e['push_ms']:.0f}%)")
     return fit_grid(
         points, cal, sources, out,
-        [(f"{window:.0f}", window) for window in WINDOWS],
+        [(f"{cal['queued_push_bytes']:.0f} (measured)", None)],
         [(f"transfer_cv {cv:.1f}", cv) for cv in CVS],
-        lambda window, cv: {"transfer_cv": cv, "queued_push_bytes": window},
-        score, "queued_push_bytes")
+        lambda _, cv: {"transfer_cv": cv}, score, "queued_push_bytes")
 
 
 def unsteady(r):
@@ -427,13 +469,27 @@ def steady(point):
         steps = steps + 20 if large else 2 * steps
 
 
+# Up to this N a prediction is the median of three seeds: where a few
+# workers start decides whether they lock into step behind each other's
+# pushes (the demo's S = 1, N = 2 gave 89-115 samples/s over five seeds).
+FEW_WORKERS = 16
+
+
 def steady_all(points):
-    """steady() of every point, the largest N first (a pool that ends on
-    one N = 1024 point leaves the other cores idle)."""
-    order = sorted(range(len(points)), key=lambda i: -points[i]["workers"])
+    """steady() of every point (of FEW_WORKERS or fewer: the run of the
+    median samples/s of seeds 1-3), the largest N first (a pool that ends
+    on one N = 1024 point leaves the other cores idle)."""
+    runs = [(i, dict(p, seed=seed)) for i, p in enumerate(points)
+            for seed in (SEEDS[:3] if p["workers"] <= FEW_WORKERS else
+                         SEEDS[:1])]
+    runs.sort(key=lambda run: -run[1]["workers"])
     with concurrent.futures.ThreadPoolExecutor(CORES) as pool:
-        futures = {i: pool.submit(steady, points[i]) for i in order}
-    return [futures[i].result() for i in range(len(points))]
+        futures = [(i, pool.submit(steady, p)) for i, p in runs]
+    out = [[] for _ in points]
+    for i, future in futures:
+        out[i].append(future.result())
+    return [sorted(rs, key=lambda r: r["samples_per_second"])[len(rs) // 2]
+            for rs in out]
 
 
 NS = [2 ** i for i in range(11)]  # 1 .. 1024 workers
@@ -563,12 +619,15 @@ def main():
     sources = [
         f"{os.path.relpath(args.sweep, abkit.ROOT)} (N = 1, S = 1, both "
         "loaders; pull/push_efficiency and delay, startup_cpu_per_server: "
-        "the N = 1 row; startup_wait, launch_cpu, transfer_cv and "
-        "queued_push_bytes: the S = 1 column)",
+        "the N = 1 row; storage_efficiency, read_cpu_per_byte: both "
+        "loaders' S = 1 column; startup_wait, launch_cpu, transfer_cv: fitted on "
+        "the S = 1 column; queued_push_bytes: the S = 1 column's "
+        "push_queue_bytes)",
         "shardps-bench --spawn_servers=1 --params=1000000: "
         f"push {benches[0]['push_MBps']} pull {benches[0]['pull_MBps']} MB/s",
         "shardps-bench --spawn_servers=1 --params=4096: "
         f"push {benches[1]['push_MBps']} MB/s"]
+    cal["queued_push_bytes"], queues = push_queue(rows)
     keys, fit = fit_contention(rows, cal, sources, args.out)
     cal.update(keys)
     keys, startup_fit = fit_startup(rows, cal, sources, args.out)
@@ -583,8 +642,12 @@ def main():
               "relative error of samples/s, pull and push times, simulated "
               "with seeds "
               f"{', '.join(map(str, SEEDS))})", ""]
-    report += fit + ["", f"Chosen: transfer_cv {cal['transfer_cv']:.1f}, "
-                     f"queued_push_bytes {cal['queued_push_bytes']:.0f}.", "",
+    measured = ", ".join(f"N = {n} {lo} {b / 1e3:.0f} KB"
+                         for n, lo, b in queues)
+    report += fit + ["", f"Chosen: transfer_cv {cal['transfer_cv']:.1f}; "
+                     f"queued_push_bytes {cal['queued_push_bytes']:.0f}, "
+                     f"the mean of the S = 1 runs' push_queue_bytes "
+                     f"({measured}).", "",
                      "## Calibration of the start-up (the S = 1 column: "
                      "mean relative error of the parallel loader's init)",
                      ""]

@@ -42,6 +42,11 @@ struct JobSpec {
   double push_ratio = 1;
   double dataset_bytes = 0;  // the training set every worker reads
   double sample_bytes = 0;   // one record
+  // The sequential loader's reads, one after another (its kBlockBytes),
+  // simulated as at most 64 blocks a reader: a lone reader's gaps add up
+  // the same, and 1,024 readers of ImageNet in 4 MiB blocks would be 34
+  // million transfers.
+  double read_block_bytes = 4 << 20;
   int batch = 16;
   int steps = 20;                // per worker
   double compute_seconds = 0.1;  // forward/backward per step
@@ -81,6 +86,11 @@ struct Calibration {
   // their workers at once.
   double launch_cpu = 0;
   double storage_efficiency = 1;  // goodput / nominal of the storage link
+  // CPU seconds per byte the sequential loader spends on each block it
+  // reads (checking and decoding it, one thread) before it asks for the
+  // next: a lone reader's link idles meanwhile, readers sharing the link
+  // fill each other's gaps.
+  double read_cpu_per_byte = 0;
   // The same for a pull's and for a push's bytes (they cross the links'
   // shapers in opposite directions, and are measured apart).
   double pull_efficiency = 1;

@@ -73,8 +73,14 @@ class Worker : public std::enable_shared_from_this<Worker> {
               static_cast<int>(cal_.startup_threads))
         ->wait();
     if (job_.loader == Loader::kSequential) {
-      s4u::Comm::sendto(p_.storage, p_.workers[w_],
-                        static_cast<uint64_t>(job_.dataset_bytes));
+      const double block_bytes =
+          std::max(job_.read_block_bytes, job_.dataset_bytes / 64);
+      for (double left = job_.dataset_bytes; left > 0; left -= block_bytes) {
+        const double block = std::min(left, block_bytes);
+        s4u::Comm::sendto(p_.storage, p_.workers[w_],
+                          static_cast<uint64_t>(block));
+        StartExec(p_.worker_cpus[w_], block * cal_.read_cpu_per_byte)->wait();
+      }
     } else {
       s4u::Actor::create(absl::StrCat("reader-", w_), p_.workers[w_],
                          [self = shared_from_this()] { self->Read(); });

@@ -2,7 +2,8 @@
 // worker/train/trainer.cc) as SimGrid activities. Start-up is round trips
 // (a wait), then CPU work on the worker's cores; the sequential loader
 // then reads the whole data set through the storage link before the
-// first step, the parallel one reads its partition batch by
+// first step, block by block, checking each on one core before it asks
+// for the next; the parallel one reads its partition batch by
 // batch into a ring while training. Each step waits for a batch, pulls
 // from every shard at once (server CPU, the shard's bytes from the server's
 // link to the worker's, client CPU), computes (a delay: the accelerator is

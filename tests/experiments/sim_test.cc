@@ -22,7 +22,7 @@ namespace {
 
 constexpr char kFreeCosts[] =
     "# no costs but the links'\n"
-    "startup_cpu 0\nstorage_efficiency 1\n"
+    "startup_cpu 0\nstorage_efficiency 1\nread_cpu_per_byte 0\n"
     "startup_wait 0\nstartup_cpu_per_server 0\nstartup_threads 1\n"
     "launch_cpu 0\n"
     "pull_efficiency 1\npush_efficiency 1\npull_delay 0\npush_delay 0\n"
@@ -199,13 +199,23 @@ TEST_F(SimTest, SequentialReadersShareTheStorageLink) {
   const std::string calibration =
       Calibration(CostsWith({{"startup_cpu", "0.5"}}));
   const std::string job =
-      "--workers=8 --servers=2 --dataset_bytes=10000000 "
+      "--servers=2 --dataset_bytes=10000000 "
       "--storage_link=80mbit --worker_link=1gbit --steps=3 --loader=";
-  EXPECT_NEAR(Run(job + "sequential", calibration).init, 8.5, 1e-3);
+  const std::string eight = "--workers=8 " + job;
+  EXPECT_NEAR(Run(eight + "sequential", calibration).init, 8.5, 1e-3);
+  // With 1 s of CPU checking the blocks, a reader alone takes 2 s: its
+  // link idles while it checks. Eight that start together share each
+  // block's transfer and check in step, so every check idles the link:
+  // 8 + 1 s. Readers that start apart fill each other's gaps.
+  const std::string checked = Calibration(
+      CostsWith({{"startup_cpu", "0.5"}, {"read_cpu_per_byte", "1e-7"}}));
+  EXPECT_NEAR(Run("--workers=1 " + job + "sequential", checked).init, 2.5,
+              1e-3);
+  EXPECT_NEAR(Run(eight + "sequential", checked).init, 9.5, 1e-3);
   // The parallel loader waits for one batch (16 x 3156 bytes) only.
-  EXPECT_LT(Run(job + "parallel", calibration).init, 0.6);
+  EXPECT_LT(Run(eight + "parallel", calibration).init, 0.6);
   // On a shared machine of 2 cores the 8 start-ups take 4 x 0.5 s.
-  EXPECT_NEAR(Run(job + "parallel --shared_cores=2", calibration).init, 2.0,
+  EXPECT_NEAR(Run(eight + "parallel --shared_cores=2", calibration).init, 2.0,
               0.1);
 }
 
@@ -248,7 +258,8 @@ TEST_F(SimTest, OneServerHostIsTheSameAsEveryShard) {
   // one host of S times the link and cores gives what S hosts give (when
   // the shards' transfers do not vary: see the next test).
   const std::string calibration = Calibration(
-      "startup_cpu 0.01\nstorage_efficiency 0.9\npull_efficiency 0.95\n"
+      "startup_cpu 0.01\nstorage_efficiency 0.9\nread_cpu_per_byte 0\n"
+      "pull_efficiency 0.95\n"
       "startup_wait 0.003\nstartup_cpu_per_server 0.001\nstartup_threads 2\n"
       "launch_cpu 0.002\n"
       "push_efficiency 1.05\npull_delay 0.001\npush_delay 0.002\n"
@@ -350,7 +361,7 @@ TEST(SimInputsTest, RatesAndCalibrationLines) {
   EXPECT_EQ(c->pull_efficiency, 1);
   EXPECT_EQ(c->wire_cpu_per_byte, 0);
   c = ParseCalibration(absl::StrCat(kFreeCosts, "call_cpu 1\n"), "c.txt");
-  EXPECT_NE(c.status().message().find("c.txt:18: unknown or repeated key"),
+  EXPECT_NE(c.status().message().find("c.txt:19: unknown or repeated key"),
             std::string::npos)
       << c.status();
   c = ParseCalibration("startup_cpu x\n", "c.txt");
