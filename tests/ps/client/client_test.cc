@@ -130,7 +130,7 @@ TEST_F(ClientTest, ABadSpecIsRefusedBeforeAnythingIsSent) {
             std::string::npos)
       << s;
   absl::StatusOr<std::vector<shardps::StatsResponse>> stats = client->Stats();
-  ASSERT_TRUE(stats.ok());
+  ASSERT_TRUE(stats.ok()) << stats.status();
   for (const shardps::StatsResponse& server : *stats) {
     EXPECT_EQ(Calls(server, "CreateTable"), 0u);
   }
