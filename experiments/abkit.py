@@ -114,7 +114,7 @@ class PushQueueSampler:
     `period` seconds from the worker's network namespace while the
     emulated cluster launched by `launcher_pid` trains: from worker 0's
     first step logged in `run_dir` on, so that the sampling's CPU (nsenter
-    and ss, a fifth of the machine) falls on no start-up. The emulated
+    and ss, about a tenth of the machine) falls on no start-up. The emulated
     links' shapers are the only queues, so bytes in flight are bytes
     queued. mean() is over the samples taken while a push was on its way
     (more than two segments in flight: a pull's request is one)."""
