@@ -37,15 +37,6 @@ def binary(name):
     return path
 
 
-def param_bytes(model):
-    """Bytes of float32 parameters of an mlp:A-B-...-Z spec."""
-    m = re.fullmatch(r"mlp:(\d+(?:-\d+)+)", model)
-    if not m:
-        sys.exit(f"cannot size model {model!r}")
-    widths = [int(w) for w in m.group(1).split("-")]
-    return 4 * sum(a * b + b for a, b in zip(widths, widths[1:]))
-
-
 def dataset_bytes(data_dir):
     """Bytes of the training shards, from the manifest."""
     with open(os.path.join(data_dir, "train", "manifest.txt")) as f:
@@ -191,8 +182,6 @@ def run_point(run_dir, servers, workers, loader, data, links, worker_args,
     def per_step_ms(key):
         return 1e3 * sum(x[key] for x in w) / steps
 
-    model = next((a.split("=", 1)[1] for a in worker_args
-                  if a.startswith("--model=")), "mlp:784-256-256-10")
     batch = int(next((a.split("=", 1)[1] for a in worker_args
                       if a.startswith("--batch=")), 128))
     queue = sampler.mean() if sampler else None
@@ -211,7 +200,7 @@ def run_point(run_dir, servers, workers, loader, data, links, worker_args,
         "cpu_utilisation": s["cpu_utilisation"],
         "emulated_compute_ms": s["emulated_compute_ms"],
         "batch": batch, "steps": max(x["steps"] for x in w) if w else 0,
-        "param_bytes": param_bytes(model),
+        "param_bytes": 4 * (w[0].get("model_params", 0) if w else 0),
         "dataset_bytes": dataset_bytes(data),
         "server_link": links.get("server", ""),
         "worker_link": links.get("worker", ""),

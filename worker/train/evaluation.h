@@ -7,15 +7,15 @@
 
 #include "absl/status/statusor.h"
 #include "loader/loader.h"
-#include "model/mlp.h"
+#include "model/network.h"
 
 namespace worker {
 
 // The fraction of the whole test set (one epoch of `test`) that `params`
 // classifies right; 0 for an empty set.
-absl::StatusOr<double> TestAccuracy(const model::Mlp& mlp, const float* params,
-                                    loader::Loader& test,
-                                    model::Mlp::Workspace* ws);
+absl::StatusOr<double> TestAccuracy(const model::Network& net,
+                                    const float* params, loader::Loader& test,
+                                    model::Network::Workspace* ws);
 
 }  // namespace worker
 

@@ -9,16 +9,16 @@ namespace worker {
 namespace {
 
 absl::Status CheckModelFitsData(const TrainerOptions& options,
-                                const model::Mlp& mlp,
+                                const model::Network& net,
                                 const shardps::DatasetManifest& manifest) {
   if (loader::FeatureCount(manifest) ==
-          static_cast<uint64_t>(mlp.input_width()) &&
-      manifest.classes() == static_cast<uint32_t>(mlp.num_classes())) {
+          static_cast<uint64_t>(net.input_width()) &&
+      manifest.classes() == static_cast<uint32_t>(net.num_classes())) {
     return absl::OkStatus();
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      "--model=", options.model, " takes ", mlp.input_width(), " features and ",
-      mlp.num_classes(), " classes but ", options.data, "/train has ",
+      "--model=", options.model, " takes ", net.input_width(), " features and ",
+      net.num_classes(), " classes but ", options.data, "/train has ",
       loader::FeatureCount(manifest), " and ", manifest.classes()));
 }
 
@@ -42,6 +42,15 @@ loader::LoaderOptions TrainLoaderOptions(const TrainerOptions& options) {
 
 }  // namespace
 
+model::Shape SampleShape(const shardps::DatasetManifest& manifest) {
+  const auto& dims = manifest.feature_shape();
+  if (dims.size() == 2 || dims.size() == 3) {
+    return model::Shape{static_cast<int>(dims[0]), static_cast<int>(dims[1]),
+                        dims.size() == 3 ? static_cast<int>(dims[2]) : 1};
+  }
+  return model::Shape{1, 1, static_cast<int>(loader::FeatureCount(manifest))};
+}
+
 absl::StatusOr<std::unique_ptr<loader::Loader>> OpenTestSet(
     const TrainerOptions& options, loader::Dataset* dataset) {
   absl::StatusOr<loader::Dataset> test =
@@ -55,15 +64,18 @@ absl::StatusOr<std::unique_ptr<loader::Loader>> OpenTestSet(
 
 absl::StatusOr<std::unique_ptr<Inputs>> OpenInputs(
     const TrainerOptions& options) {
-  absl::StatusOr<model::MlpSpec> spec = model::ParseModelSpec(options.model);
+  absl::StatusOr<model::ModelSpec> spec = model::ParseModelSpec(options.model);
   if (!spec.ok()) return spec.status();
-  auto inputs = std::make_unique<Inputs>(model::Mlp(*std::move(spec)));
   absl::StatusOr<loader::Dataset> train =
       loader::OpenDataset(options.data + "/train");
   if (!train.ok()) return train.status();
+  absl::StatusOr<model::Network> net =
+      model::Network::Create(*spec, SampleShape(train->manifest));
+  if (!net.ok()) return net.status();
+  auto inputs = std::make_unique<Inputs>(*std::move(net));
   inputs->train = *std::move(train);
   if (absl::Status s =
-          CheckModelFitsData(options, inputs->mlp, inputs->train.manifest);
+          CheckModelFitsData(options, inputs->net, inputs->train.manifest);
       !s.ok()) {
     return s;
   }

@@ -12,17 +12,18 @@
 #include "absl/status/statusor.h"
 #include "loader/dataset.h"
 #include "loader/loader.h"
-#include "model/mlp.h"
+#include "model/model_spec.h"
+#include "model/network.h"
 #include "worker/train/trainer.h"
 
 namespace worker {
 
 struct Inputs {
-  explicit Inputs(model::Mlp mlp) : mlp(std::move(mlp)) {}
+  explicit Inputs(model::Network net) : net(std::move(net)) {}
   Inputs(const Inputs&) = delete;
   Inputs& operator=(const Inputs&) = delete;
 
-  const model::Mlp mlp;
+  const model::Network net;
   loader::Dataset train;  // the loaders read through these
   loader::Dataset test_set;
   std::unique_ptr<loader::Loader> batches;
@@ -33,6 +34,11 @@ struct Inputs {
 // does not fit the data (features, classes), naming both.
 absl::StatusOr<std::unique_ptr<Inputs>> OpenInputs(
     const TrainerOptions& options);
+
+// A sample's shape as a data set's manifest gives it: [H, W] is an H x W
+// image of one channel, [H, W, C] one of C channels (channels last),
+// anything else a flat vector.
+model::Shape SampleShape(const shardps::DatasetManifest& manifest);
 
 // The test set of options.data behind a sequential loader of 1000-sample
 // batches.

@@ -11,26 +11,26 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "loader/loader.h"
-#include "model/mlp.h"
+#include "model/network.h"
 #include "ps/base/file_io.h"
 
 namespace worker {
 namespace {
 
-// A fixed random batch of `batch` samples for `mlp`.
+// A fixed random batch of `batch` samples for `net`.
 struct RandomBatch {
   std::vector<float> x;
   std::vector<int32_t> labels;
 };
 
-RandomBatch MakeRandomBatch(const model::Mlp& mlp, int batch) {
+RandomBatch MakeRandomBatch(const model::Network& net, int batch) {
   std::mt19937 gen(2);
   std::uniform_real_distribution<float> pixel(0.0f, 1.0f);
   RandomBatch b;
-  b.x.resize(static_cast<size_t>(batch) * mlp.input_width());
+  b.x.resize(static_cast<size_t>(batch) * net.input_width());
   for (float& v : b.x) v = pixel(gen);
   b.labels.resize(batch);
-  for (int i = 0; i < batch; ++i) b.labels[i] = i % mlp.num_classes();
+  for (int i = 0; i < batch; ++i) b.labels[i] = i % net.num_classes();
   return b;
 }
 
@@ -55,22 +55,21 @@ absl::StatusOr<double> PlainReadSeconds(const loader::Dataset& data) {
 }  // namespace
 
 absl::Status RunModelBench(const ModelBenchOptions& options) {
-  absl::StatusOr<model::MlpSpec> spec = model::ParseModelSpec(options.model);
-  if (!spec.ok()) return spec.status();
+  absl::StatusOr<model::Network> net = model::Network::FromSpec(options.model);
+  if (!net.ok()) return net.status();
   if (options.batch < 1 || options.blas_threads < 1 ||
       options.length <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
         "--batch and --blas_threads must be >= 1 and --bench_seconds > 0");
   }
   openblas_set_num_threads(options.blas_threads);
-  const model::Mlp mlp(*std::move(spec));
-  std::vector<float> params(mlp.num_params()), grad(mlp.num_params());
-  mlp.Initialize(1, params.data());
-  const RandomBatch batch = MakeRandomBatch(mlp, options.batch);
-  model::Mlp::Workspace ws = mlp.MakeWorkspace(options.batch);
+  std::vector<float> params(net->num_params()), grad(net->num_params());
+  net->Initialize(1, params.data());
+  const RandomBatch batch = MakeRandomBatch(*net, options.batch);
+  model::Network::Workspace ws = net->MakeWorkspace(options.batch);
   auto step = [&] {
-    mlp.TrainStep(params.data(), batch.x.data(), batch.labels.data(),
-                  options.batch, grad.data(), &ws);
+    net->TrainStep(params.data(), batch.x.data(), batch.labels.data(),
+                   options.batch, grad.data(), &ws);
     for (size_t i = 0; i < params.size(); ++i) params[i] -= 1e-3f * grad[i];
   };
   for (int i = 0; i < 5; ++i) step();  // warm caches and BLAS buffers

@@ -22,18 +22,18 @@ namespace {
 
 double Seconds(absl::Duration d) { return absl::ToDoubleSeconds(d); }
 
-shardps::InitSegment ToSegment(const model::Mlp::TensorInit& t, uint64_t seed) {
+shardps::InitSegment ToSegment(const model::TensorInit& t, uint64_t seed) {
   shardps::InitSegment seg;
   seg.set_begin(t.begin);
   seg.set_end(t.end);
   switch (t.kind) {
-    case model::Mlp::TensorInit::Kind::kNormal:
+    case model::TensorInit::Kind::kNormal:
       seg.mutable_init()->set_kind("normal");
       break;
-    case model::Mlp::TensorInit::Kind::kUniform:
+    case model::TensorInit::Kind::kUniform:
       seg.mutable_init()->set_kind("uniform");
       break;
-    case model::Mlp::TensorInit::Kind::kZeros:
+    case model::TensorInit::Kind::kZeros:
       seg.mutable_init()->set_kind("zeros");
       break;
   }
@@ -45,14 +45,14 @@ shardps::InitSegment ToSegment(const model::Mlp::TensorInit& t, uint64_t seed) {
 // The model's table as every rank asks for it (seeded, initialised on the
 // servers).
 ps::TableOptions ModelTable(const TrainerOptions& options,
-                            const model::Mlp& mlp) {
+                            const model::Network& net) {
   ps::TableOptions table;
   table.name = options.table;
-  table.num_params = mlp.num_params();
+  table.num_params = net.num_params();
   table.optimizer = options.optimizer;
   table.consistency = options.consistency;
   uint64_t seed = options.seed;
-  for (const model::Mlp::TensorInit& t : mlp.InitPlan()) {
+  for (const model::TensorInit& t : net.InitPlan()) {
     table.init_segments.push_back(ToSegment(t, seed++));
   }
   return table;
@@ -98,13 +98,15 @@ class Trainer {
     absl::StatusOr<std::unique_ptr<Inputs>> inputs = OpenInputs(o_);
     if (!inputs.ok()) return inputs.status();
     in_ = *std::move(inputs);
-    const model::Mlp& mlp = in_->mlp;
-    params_.resize(mlp.num_params());
-    grad_.resize(mlp.num_params());
+    const model::Network& net = in_->net;
+    params_.resize(net.num_params());
+    grad_.resize(net.num_params());
     // Sized for what this rank runs: first touches of fresh pages are slow
     // here (see DESIGN.md), and every worker pays them before its first step.
-    ws_.emplace(mlp.MakeWorkspace(emulate() ? 1 : o_.batch));
-    if (in_->test != nullptr) eval_ws_.emplace(mlp.MakeWorkspace(1000));
+    ws_.emplace(net.MakeWorkspace(emulate() ? 1 : o_.batch));
+    if (in_->test != nullptr) {
+      eval_ws_.emplace(net.MakeWorkspace(net.EvaluationBatch()));
+    }
     if (emulate()) std::fill(grad_.begin(), grad_.end(), 0.0f);
     steps_per_epoch_ = StepsPerEpoch(o_, *in_);
     const uint64_t all = steps_per_epoch_ * o_.epochs;
@@ -117,7 +119,7 @@ class Trainer {
   // position to start from and the step log.
   absl::Status StartingPoint() {
     table_start_ = absl::Now();
-    if (absl::Status s = client_.CreateTable(ModelTable(o_, in_->mlp));
+    if (absl::Status s = client_.CreateTable(ModelTable(o_, in_->net));
         !s.ok()) {
       return s;
     }
@@ -145,6 +147,8 @@ class Trainer {
     summary_.set_consistency(ConsistencyFlag(o_.consistency));
     summary_.set_compression(o_.compression);
     summary_.set_lr_schedule(o_.lr_schedule);
+    summary_.set_model(o_.model);
+    summary_.set_model_params(static_cast<uint32_t>(in_->net.num_params()));
     summary_.set_last_lr_scale(1);
     summary_.set_test_accuracy(-1);
     summary_.set_init_data_seconds(Seconds(table_start_ - data_start_));
@@ -234,7 +238,7 @@ class Trainer {
       absl::SleepFor(absl::Milliseconds(o_.emulate_compute_ms));
       return 0;
     }
-    return in_->mlp.TrainStep(params_.data(), batch.features.data(),
+    return in_->net.TrainStep(params_.data(), batch.features.data(),
                               batch.labels.data(), batch.size, grad_.data(),
                               &*ws_);
   }
@@ -336,7 +340,7 @@ class Trainer {
     }
     evaluation_pull_bytes_ += client_.pull_bytes() - pulled_before;
     absl::StatusOr<double> acc =
-        TestAccuracy(in_->mlp, params_.data(), *in_->test, &*eval_ws_);
+        TestAccuracy(in_->net, params_.data(), *in_->test, &*eval_ws_);
     if (!acc.ok()) return acc.status();
     summary_.set_test_accuracy(*acc);
     progress_.Print(absl::StrFormat(
@@ -371,7 +375,7 @@ class Trainer {
   ps::ProgressLine progress_;  // rewritten in place on a terminal
   std::unique_ptr<Inputs> in_;
   std::vector<float> params_, grad_;
-  std::optional<model::Mlp::Workspace> ws_, eval_ws_;
+  std::optional<model::Network::Workspace> ws_, eval_ws_;
   std::optional<Position> position_;
   std::unique_ptr<StepLog> step_log_;
   shardps::WorkerSummary summary_;
@@ -403,27 +407,29 @@ absl::StatusOr<shardps::WorkerSummary> Train(ps::Client& client,
 absl::StatusOr<double> Evaluate(ps::Client& client,
                                 const TrainerOptions& options) {
   ps::TraceSpan span(options.tracer, "evaluate", "worker");
-  absl::StatusOr<model::MlpSpec> spec = model::ParseModelSpec(options.model);
+  absl::StatusOr<model::ModelSpec> spec = model::ParseModelSpec(options.model);
   if (!spec.ok()) return spec.status();
-  const model::Mlp mlp(*std::move(spec));
   loader::Dataset test_set;
   absl::StatusOr<std::unique_ptr<loader::Loader>> test =
       OpenTestSet(options, &test_set);
   if (!test.ok()) return test.status();
+  absl::StatusOr<model::Network> net =
+      model::Network::Create(*spec, SampleShape(test_set.manifest));
+  if (!net.ok()) return net.status();
   ps::TableOptions table;
   table.name = options.table;
-  table.num_params = mlp.num_params();
+  table.num_params = net->num_params();
   if (absl::Status s = client.OpenTable(table, absl::Seconds(10)); !s.ok()) {
     return s;
   }
-  std::vector<float> params(mlp.num_params());
+  std::vector<float> params(net->num_params());
   if (absl::Status s =
           client.Pull(options.table, 0, params.size(), params.data());
       !s.ok()) {
     return s;
   }
-  model::Mlp::Workspace ws = mlp.MakeWorkspace(1000);
-  return TestAccuracy(mlp, params.data(), **test, &ws);
+  model::Network::Workspace ws = net->MakeWorkspace(net->EvaluationBatch());
+  return TestAccuracy(*net, params.data(), **test, &ws);
 }
 
 }  // namespace worker

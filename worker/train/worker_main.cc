@@ -34,7 +34,11 @@ ABSL_FLAG(int, rank, -1,
 ABSL_FLAG(int, world, -1,
           "Number of workers; -1 takes it from SLURM_NTASKS, "
           "OMPI_COMM_WORLD_SIZE or PMI_SIZE, else 1.");
-ABSL_FLAG(std::string, model, "mlp:784-256-256-10", "Model spec.");
+ABSL_FLAG(std::string, model, "mlp:784-256-256-10",
+          "Model spec: mlp:IN-HIDDEN...-CLASSES, or "
+          "cnn:[HxWxC-]LAYERS...-CLASSES with layers cFkK (F filters of K x "
+          "K), pP (P x P max pooling), fN (N dense units), e.g. "
+          "cnn:c32k5-p2-c64k5-p2-f1024-10 (model/README.md).");
 ABSL_FLAG(std::string, data, "",
           "Data directory with train/ and test/ (shardps-data output).");
 ABSL_FLAG(std::string, loader, "parallel",

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
-#include "model/mlp.h"
 #include "model/model_spec.h"
+#include "model/network.h"
 #include "ps/client/client.h"
 #include "ps/server/server.h"
 #include "ps/table/updater.h"
@@ -60,7 +60,7 @@ TEST_F(ConsistencyClusterTest, SyncWorkersReproduceSingleProcessSgd) {
   // process with the combined batch of N * B: the average of N mean
   // gradients over equal batches is the mean gradient over their union.
   constexpr int kWorkers = 3, kBatch = 8, kSteps = 12;
-  const model::Mlp mlp(*model::ParseModelSpec("mlp:20-16-4"));
+  const model::Network mlp = *model::Network::FromSpec("mlp:20-16-4");
   const uint64_t p = mlp.num_params();
   std::mt19937 gen(5);
   std::normal_distribution<float> normal;
@@ -96,7 +96,7 @@ TEST_F(ConsistencyClusterTest, SyncWorkersReproduceSingleProcessSgd) {
   ASSERT_TRUE(clients[0]->Pull("bsp", 0, p, reference[0].data(), 0).ok());
   {
     std::unique_ptr<Updater> momentum = *MakeUpdater(table.optimizer, p);
-    model::Mlp::Workspace ws = mlp.MakeWorkspace(kWorkers * kBatch);
+    model::Network::Workspace ws = mlp.MakeWorkspace(kWorkers * kBatch);
     std::vector<float> grad(p);
     for (int t = 0; t < kSteps; ++t) {
       std::vector<float> xs;
@@ -121,7 +121,7 @@ TEST_F(ConsistencyClusterTest, SyncWorkersReproduceSingleProcessSgd) {
   std::vector<std::thread> threads;
   for (int w = 0; w < kWorkers; ++w) {
     threads.emplace_back([&, w] {
-      model::Mlp::Workspace ws = mlp.MakeWorkspace(kBatch);
+      model::Network::Workspace ws = mlp.MakeWorkspace(kBatch);
       std::vector<float> params(p), grad(p);
       for (int t = 0; t < kSteps; ++t) {
         ASSERT_TRUE(clients[w]->Pull("bsp", 0, p, params.data(), t).ok());

@@ -165,6 +165,31 @@ TEST_F(TrainerTest, AModelThatDoesNotFitTheDataSaysBoth) {
             std::string::npos)
       << s;
   EXPECT_NE(s.message().find("has 16 and 3"), std::string::npos) << s;
+  // A convolution on the data set's flat 16 features has no image to run on.
+  to.model = "cnn:c4k3-3";
+  s = Train(*client, to, absl::Now()).status();
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_NE(s.message().find("a kernel of 3 does not fit its input of 16"),
+            std::string::npos)
+      << s;
+}
+
+TEST_F(TrainerTest, AConvolutionalModelTrainsOnTheServers) {
+  // The 16 features read as a 4 x 4 image: a 2 x 2 convolution of 4 filters,
+  // a dense layer of 8, softmax over 3.
+  TrainerOptions o = Options();
+  o.model = "cnn:4x4x1-c4k2-f8-3";
+  o.epochs = 8;
+  std::unique_ptr<ps::Client> client = Connect();
+  absl::StatusOr<shardps::WorkerSummary> s = Train(*client, o, absl::Now());
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->steps(), 8 * 29u);
+  EXPECT_EQ(s->model(), o.model);
+  EXPECT_EQ(s->model_params(), 4u * 4 + 4 + 36u * 8 + 8 + 8u * 3 + 3);
+  EXPECT_LT(s->last_epoch_loss(), 0.9 * s->first_epoch_loss())
+      << s->ShortDebugString();
+  EXPECT_GE(s->test_accuracy(),
+            testutil::LearnedAccuracy(tmp_.path() + "/data"));
 }
 
 }  // namespace
