@@ -8,8 +8,20 @@
 namespace ps {
 namespace {
 
-constexpr char kPullMethod[] = "/shardps.ParameterServer/Pull";
-constexpr char kPushMethod[] = "/shardps.ParameterServer/Push";
+// Per OpKind: the RPC, the name in messages, the trace span of a call.
+struct KindNames {
+  const char* method;
+  const char* name;
+  const char* span;
+};
+constexpr KindNames kKindNames[] = {
+    {"/shardps.ParameterServer/Pull", "pull", "pull_rpc"},
+    {"/shardps.ParameterServer/Push", "push", "push_rpc"},
+    {"/shardps.ParameterServer/PushPull", "push_pull", "push_pull_rpc"},
+};
+const KindNames& NamesOf(OpKind kind) {
+  return kKindNames[static_cast<int>(kind)];
+}
 
 }  // namespace
 
@@ -80,8 +92,8 @@ void ChunkedOp::TakeLaunchesLocked(std::vector<size_t>* launch) {
 }
 
 std::string ChunkedOp::Describe(const Chunk& chunk) const {
-  return absl::StrCat(is_push() ? "push" : "pull", " of '", context_.table,
-                      "' keys [", chunk.keys.begin, ", ", chunk.keys.end, ")");
+  return absl::StrCat(NamesOf(kind()).name, " of '", context_.table, "' keys [",
+                      chunk.keys.begin, ", ", chunk.keys.end, ")");
 }
 
 void ChunkedOp::Launch(size_t index) {
@@ -97,9 +109,8 @@ void ChunkedOp::Launch(size_t index) {
   // context alive. gRPC holds its own reference to the call while it runs
   // the callback, so the op (and its contexts) may be freed from there.
   server.bulk_stubs[chunk.channel]->UnaryCall(
-      &call.context, is_push() ? kPushMethod : kPullMethod, grpc::StubOptions(),
-      &call.request, &call.response,
-      [self = shared_from_this(), index](grpc::Status status) {
+      &call.context, NamesOf(kind()).method, grpc::StubOptions(), &call.request,
+      &call.response, [self = shared_from_this(), index](grpc::Status status) {
         self->OnDone(index, status);
       });
 }
@@ -110,13 +121,14 @@ absl::Status ChunkedOp::Outcome(size_t index, const grpc::Status& status) {
   const Call& call = *calls_[index];
   const absl::Time now = absl::Now();
   if (options.tracer != nullptr) {
-    options.tracer->Record(is_push() ? "push_rpc" : "pull_rpc", "client",
-                           started_[index], now, "shard", chunk.shard);
+    options.tracer->Record(NamesOf(kind()).span, "client", started_[index], now,
+                           "shard", chunk.shard);
   }
   if (options.metrics != nullptr) {
-    options.metrics->RecordCall(is_push(), chunk.shard, status.ok(),
-                                call.request.Length(), call.response.Length(),
-                                now - started_[index]);
+    // A PushPull counts as a push: its gradient is what makes it.
+    options.metrics->RecordCall(kind() != OpKind::kPull, chunk.shard,
+                                status.ok(), call.request.Length(),
+                                call.response.Length(), now - started_[index]);
   }
   const ServerConn& server = context_.conns->server(chunk.shard);
   if (!status.ok())

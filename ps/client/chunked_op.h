@@ -2,8 +2,8 @@
 // (ps/client/chunk_plan.h). It keeps up to `window` calls in flight,
 // launching the next as each one ends, collects the first error, and
 // remembers which chunks succeeded so that a retry sends only the rest.
-// PullOp and PushOp say how a chunk's request is encoded and its reply
-// taken in.
+// PullOp and PushOp (which also makes PushPull calls) say how a chunk's
+// request is encoded and its reply taken in.
 //
 // An op is shared by the caller and every call's callback, so that
 // whichever finishes last frees it.
@@ -29,6 +29,9 @@
 #include "ps/client/connections.h"
 
 namespace ps {
+
+// Which RPC an op's calls make.
+enum class OpKind { kPull, kPush, kPushPull };
 
 // What every chunk of one op shares.
 struct OpContext {
@@ -59,8 +62,7 @@ class ChunkedOp : public std::enable_shared_from_this<ChunkedOp> {
   std::vector<Chunk> Unfinished();
 
  protected:
-  // "pull" or "push", for messages, traces and metrics.
-  virtual bool is_push() const = 0;
+  virtual OpKind kind() const = 0;
   // The request of `chunk`, into `request`.
   virtual void EncodeRequest(const Chunk& chunk, grpc::ByteBuffer* request) = 0;
   // Takes in a successful call's reply.

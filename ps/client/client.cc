@@ -268,19 +268,19 @@ absl::Status Client::CreateTableOnce(const TableOptions& table) {
       !s.ok()) {
     return s;
   }
-  const shardps::ConsistencyConfig& c = table.consistency;
-  AddTable(table.name, table.num_params,
-           c.mode() != shardps::CONSISTENCY_ASYNC
-               ? absl::Seconds(c.straggler_timeout_seconds())
-               : absl::ZeroDuration());
+  AddTable(table);
   return absl::OkStatus();
 }
 
-void Client::AddTable(const std::string& name, uint64_t num_params,
-                      absl::Duration pull_wait) {
+void Client::AddTable(const TableOptions& table) {
+  const shardps::ConsistencyConfig& c = table.consistency;
+  const absl::Duration pull_wait =
+      c.mode() != shardps::CONSISTENCY_ASYNC
+          ? absl::Seconds(c.straggler_timeout_seconds())
+          : absl::ZeroDuration();
   absl::MutexLock lock(&tables_mu_);
-  tables_[name] = std::make_unique<TableInfo>(
-      RangePartition(num_params, num_servers()), pull_wait);
+  tables_[table.name] = std::make_unique<TableInfo>(
+      RangePartition(table.num_params, num_servers()), pull_wait);
 }
 
 absl::Status Client::OpenTable(const TableOptions& table,
@@ -318,7 +318,7 @@ absl::Status Client::OpenTable(const TableOptions& table,
     // Polling interval: short, because every rank but 0 starts here.
     absl::SleepFor(absl::Milliseconds(10));
   }
-  AddTable(table.name, table.num_params, absl::ZeroDuration());
+  AddTable(table);
   return absl::OkStatus();
 }
 
@@ -393,6 +393,18 @@ void Client::ClosePush(uint64_t sequence) {
 
 absl::Status Client::Push(absl::string_view table, uint64_t begin, uint64_t end,
                           const float* grad, uint64_t clock, float lr_scale) {
+  return SendPush(table, begin, end, grad, nullptr, clock, lr_scale);
+}
+
+absl::Status Client::PushPull(absl::string_view table, uint64_t begin,
+                              uint64_t end, const float* grad, float* out,
+                              uint64_t clock, float lr_scale) {
+  return SendPush(table, begin, end, grad, out, clock, lr_scale);
+}
+
+absl::Status Client::SendPush(absl::string_view table, uint64_t begin,
+                              uint64_t end, const float* grad, float* out,
+                              uint64_t clock, float lr_scale) {
   if (begin < end && !GradientIsFinite(grad, end - begin)) {
     return absl::InvalidArgumentError(
         absl::StrCat("gradient for '", table, "' keys [", begin, ", ", end,
@@ -424,19 +436,26 @@ absl::Status Client::Push(absl::string_view table, uint64_t begin, uint64_t end,
                        encoded.data() + chunk.encoded_offset);
     }
   }
+  // A PushPull's answers may wait for the clock's pushes of every worker,
+  // this one's later chunks among them: all of its chunks go at once.
+  const absl::Duration pull_wait =
+      out != nullptr ? (*info)->pull_wait : absl::ZeroDuration();
   const OpContext context{
       conns_.get(),
       std::string(table),
       begin,
       clock,
-      options_.rpc_timeout,
-      options_.max_inflight_per_server * ShardsTouched(chunks)};
+      options_.rpc_timeout + pull_wait,
+      pull_wait > absl::ZeroDuration()
+          ? static_cast<int>(chunks.size())
+          : options_.max_inflight_per_server * ShardsTouched(chunks)};
   const PushTag tag = OpenPush(lr_scale);
   absl::Status s =
-      RunRetried("push", std::move(chunks), [&](std::vector<Chunk> c) {
-        return std::make_shared<PushOp>(context, std::move(c), grad,
-                                        encoded.data(), tag);
-      });
+      RunRetried(out != nullptr ? "push_pull" : "push", std::move(chunks),
+                 [&](std::vector<Chunk> c) {
+                   return std::make_shared<PushOp>(context, std::move(c), grad,
+                                                   encoded.data(), tag, out);
+                 });
   ClosePush(tag.sequence);
   return s;
 }

@@ -144,7 +144,8 @@ class Client {
 
   // Waits until every server holds `table` as another worker (rank 0)
   // created it, with the same size and shard count, then makes it usable
-  // here. DEADLINE_EXCEEDED after `timeout` names a server still without it.
+  // here (with table.consistency, which must be the table's). DEADLINE_EXCEEDED
+  // after `timeout` names a server still without it.
   absl::Status OpenTable(const TableOptions& table, absl::Duration timeout);
 
   // Copies keys [begin, end) of `table` into out[0, end - begin). `clock` is
@@ -165,8 +166,18 @@ class Client {
                     const float* grad, uint64_t clock = 0,
                     float lr_scale = 1.0f);
 
-  // Bytes of the Push requests sent and Pull responses received so far,
-  // whole messages as on the wire (retries included).
+  // Push, then the keys' values once it was applied, in one round trip per
+  // piece: as Push, then Pull(table, begin, end, out, clock + 1), with
+  // every rule of both (proto/shardps.proto PushPullRequest), except that a
+  // failure after some pieces were applied leaves out partly written. `out`
+  // may be `grad` itself.
+  absl::Status PushPull(absl::string_view table, uint64_t begin, uint64_t end,
+                        const float* grad, float* out, uint64_t clock = 0,
+                        float lr_scale = 1.0f);
+
+  // Bytes of the Push (and PushPull) requests sent and Pull (and PushPull)
+  // responses received so far, whole messages as on the wire (retries
+  // included).
   uint64_t push_bytes() const;
   uint64_t pull_bytes() const;
 
@@ -181,8 +192,11 @@ class Client {
   absl::StatusOr<std::vector<shardps::StatsResponse>> StatsOnce();
   // Polls server `s`'s health service until it serves or `deadline`.
   absl::Status WaitServer(int s, absl::Time deadline);
-  void AddTable(const std::string& name, uint64_t num_params,
-                absl::Duration pull_wait);
+  void AddTable(const TableOptions& table);
+  // Push, or PushPull when `out` is not null.
+  absl::Status SendPush(absl::string_view table, uint64_t begin, uint64_t end,
+                        const float* grad, float* out, uint64_t clock,
+                        float lr_scale);
   absl::StatusOr<TableInfo*> FindTable(absl::string_view table, uint64_t begin,
                                        uint64_t end);
   // Runs the op `make` builds until its chunks all succeeded, retrying the

@@ -24,24 +24,26 @@ void PullOp::EncodeRequest(const Chunk& chunk, grpc::ByteBuffer* request) {
 
 absl::Status PullOp::TakeReply(const Chunk& chunk,
                                const grpc::ByteBuffer& reply) {
-  context_.conns->CountPullBytes(reply.Length());
+  return TakeValues(reply, kPullValuesField, chunk.keys.size(), *context_.conns,
+                    out_ + (chunk.keys.begin - context_.base_key));
+}
+
+absl::Status TakeValues(const grpc::ByteBuffer& reply, int values_field,
+                        size_t n, Connections& conns, float* out) {
+  conns.CountPullBytes(reply.Length());
   SplitMessage split;
-  if (absl::Status s = SplitBulkField(reply, kPullValuesField, &split);
-      !s.ok()) {
+  if (absl::Status s = SplitBulkField(reply, values_field, &split); !s.ok()) {
     return s;
   }
   size_t got = 0;
   for (absl::string_view piece : split.bulk) got += piece.size();
-  const shardps::ValueEncoding encoding =
-      context_.conns->options().pull_encoding;
-  const size_t n = chunk.keys.size();
+  const shardps::ValueEncoding encoding = conns.options().pull_encoding;
   const size_t want = EncodedBytes(encoding, n);
   if (got != want) {
     return absl::DataLossError(absl::StrCat("server sent ", got, " bytes of ",
                                             EncodingName(encoding),
                                             " values, expected ", want));
   }
-  float* out = out_ + (chunk.keys.begin - context_.base_key);
   if (encoding == shardps::FLOAT32) {
     char* dst = reinterpret_cast<char*>(out);
     for (absl::string_view piece : split.bulk) {
@@ -53,7 +55,7 @@ absl::Status PullOp::TakeReply(const Chunk& chunk,
   // The 16-bit decoders read one contiguous run.
   PooledBuffer gathered;
   const absl::string_view in =
-      Contiguous(split.bulk, context_.conns->buffers(), &gathered);
+      Contiguous(split.bulk, conns.buffers(), &gathered);
   return DecodeValues(encoding, in.data(), n, out);
 }
 

@@ -19,13 +19,19 @@ class PullOp final : public ChunkedOp {
       : ChunkedOp(std::move(context), std::move(chunks)), out_(out) {}
 
  private:
-  bool is_push() const override { return false; }
+  OpKind kind() const override { return OpKind::kPull; }
   void EncodeRequest(const Chunk& chunk, grpc::ByteBuffer* request) override;
   absl::Status TakeReply(const Chunk& chunk,
                          const grpc::ByteBuffer& reply) override;
 
   float* const out_;
 };
+
+// Decodes the `n` values of bulk field `values_field` of a Pull or PushPull
+// reply, in the client's pull encoding, into out[0, n); DATA_LOSS when the
+// reply holds another number of bytes.
+absl::Status TakeValues(const grpc::ByteBuffer& reply, int values_field,
+                        size_t n, Connections& conns, float* out);
 
 }  // namespace ps
 

@@ -4,6 +4,7 @@
 
 #include "proto/shardps.pb.h"
 #include "ps/client/client.h"
+#include "ps/client/pull_op.h"
 #include "ps/wire/value_codec.h"
 #include "ps/wire/wire_codec.h"
 
@@ -11,23 +12,36 @@ namespace ps {
 namespace {
 
 constexpr int kPushGradientField = shardps::PushRequest::kGradientFieldNumber;
+constexpr int kPushPullValuesField =
+    shardps::PushPullResponse::kValuesFieldNumber;
 
 }  // namespace
+
+template <typename Request>
+void PushOp::FillPushHeader(const Chunk& chunk, Request* header) const {
+  FillHeader(chunk, header);
+  header->set_session(tag_.session);
+  header->set_sequence(tag_.sequence);
+  header->set_acked_below(tag_.acked_below);
+  if (tag_.lr_scale != 1.0f) header->set_learning_rate_scale(tag_.lr_scale);
+  header->set_encoding(context_.conns->options().push_encoding);
+}
+
+absl::Status PushOp::TakeReply(const Chunk& chunk,
+                               const grpc::ByteBuffer& reply) {
+  if (out_ == nullptr) return absl::OkStatus();
+  return TakeValues(reply, kPushPullValuesField, chunk.keys.size(),
+                    *context_.conns,
+                    out_ + (chunk.keys.begin - context_.base_key));
+}
 
 // The gradient is copied once, into a reused buffer that gRPC sends from and
 // releases whenever it is done with it. Sending the caller's memory in
 // place would tie its lifetime to the connection: a call that times out
 // against a hung server leaves its bytes queued on the socket.
 void PushOp::EncodeRequest(const Chunk& chunk, grpc::ByteBuffer* request) {
-  shardps::PushRequest header;
-  FillHeader(chunk, &header);
-  header.set_session(tag_.session);
-  header.set_sequence(tag_.sequence);
-  header.set_acked_below(tag_.acked_below);
-  if (tag_.lr_scale != 1.0f) header.set_learning_rate_scale(tag_.lr_scale);
   const shardps::ValueEncoding encoding =
       context_.conns->options().push_encoding;
-  header.set_encoding(encoding);
   const size_t n = chunk.keys.size();
   const size_t payload = EncodedBytes(encoding, n);
   PooledBuffer buffer =
@@ -47,8 +61,19 @@ void PushOp::EncodeRequest(const Chunk& chunk, grpc::ByteBuffer* request) {
     default:
       std::memcpy(values, grad, payload);
   }
-  const size_t header_bytes =
-      WriteHeaderBefore(header, kPushGradientField, payload, values);
+  size_t header_bytes;
+  if (out_ == nullptr) {
+    shardps::PushRequest header;
+    FillPushHeader(chunk, &header);
+    header_bytes =
+        WriteHeaderBefore(header, kPushGradientField, payload, values);
+  } else {
+    shardps::PushPullRequest header;
+    FillPushHeader(chunk, &header);
+    header.set_pull_encoding(context_.conns->options().pull_encoding);
+    header_bytes =
+        WriteHeaderBefore(header, kPushGradientField, payload, values);
+  }
   grpc::Slice slice = std::move(buffer).ToSlice(
       kMaxWireHeaderBytes - header_bytes, header_bytes + payload);
   *request = grpc::ByteBuffer(&slice, 1);

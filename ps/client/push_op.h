@@ -1,6 +1,8 @@
-// Internal to ps::Client: a Push's chunk calls (ps/client/chunked_op.h).
-// Each chunk's gradient is encoded once into a reused buffer that gRPC sends
-// from, with the message header written just in front of it.
+// Internal to ps::Client: a Push's or a PushPull's chunk calls
+// (ps/client/chunked_op.h). Each chunk's gradient is encoded once into a
+// reused buffer that gRPC sends from, with the message header written just
+// in front of it; a PushPull's reply values are decoded into the caller's
+// buffer at the chunk's place, as a Pull's.
 //
 // Thread-safety: as ChunkedOp.
 #ifndef SHARDPS_PS_CLIENT_PUSH_OP_H_
@@ -28,24 +30,32 @@ class PushOp final : public ChunkedOp {
   // ONEBIT pushes send `encoded` instead, every chunk's encoding at its
   // chunk's encoded_offset (encoded once, before the first attempt: the
   // encoding updates the residual, so a retry must send the same bytes).
+  // With `out`, the calls are PushPulls whose values for keys [base_key,
+  // ...) go to out[0, ...), which may be grad itself: a chunk's reply
+  // lands only where that chunk's gradient was read from, after it was.
   PushOp(OpContext context, std::vector<Chunk> chunks, const float* grad,
-         const char* encoded, const PushTag& tag)
+         const char* encoded, const PushTag& tag, float* out = nullptr)
       : ChunkedOp(std::move(context), std::move(chunks)),
         grad_(grad),
         encoded_(encoded),
-        tag_(tag) {}
+        tag_(tag),
+        out_(out) {}
 
  private:
-  bool is_push() const override { return true; }
+  OpKind kind() const override {
+    return out_ == nullptr ? OpKind::kPush : OpKind::kPushPull;
+  }
   void EncodeRequest(const Chunk& chunk, grpc::ByteBuffer* request) override;
   absl::Status TakeReply(const Chunk& chunk,
-                         const grpc::ByteBuffer& reply) override {
-    return absl::OkStatus();
-  }
+                         const grpc::ByteBuffer& reply) override;
+  // The request's fields but the gradient, into `header`.
+  template <typename Request>
+  void FillPushHeader(const Chunk& chunk, Request* header) const;
 
   const float* const grad_;
   const char* const encoded_;
   const PushTag tag_;
+  float* const out_;
 };
 
 }  // namespace ps

@@ -19,6 +19,8 @@ const char* RpcMethodName(RpcMethod method) {
       return "Push";
     case RpcMethod::kStats:
       return "Stats";
+    case RpcMethod::kPushPull:
+      return "PushPull";
   }
   return "unknown";
 }

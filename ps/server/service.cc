@@ -15,6 +15,41 @@ namespace {
 
 constexpr int kPullValuesField = shardps::PullResponse::kValuesFieldNumber;
 constexpr int kPushGradientField = shardps::PushRequest::kGradientFieldNumber;
+constexpr int kPushPullValuesField =
+    shardps::PushPullResponse::kValuesFieldNumber;
+static_assert(shardps::PushPullRequest::kGradientFieldNumber ==
+                  kPushGradientField,
+              "a PushPullRequest must parse as a PushRequest");
+
+// INVALID_ARGUMENT unless pulls can answer in `encoding`.
+absl::Status CheckPullEncoding(shardps::ValueEncoding encoding) {
+  if (encoding == shardps::FLOAT32 || encoding == shardps::FP16 ||
+      encoding == shardps::BF16) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("pulls take float32, fp16 or bf16 values, not encoding ",
+                   static_cast<int>(encoding)));
+}
+
+// Splits a push's gradient from its other fields, which are parsed into
+// *push (a PushRequest or a PushPullRequest).
+template <typename Request>
+absl::Status ParsePushMessage(const grpc::ByteBuffer& request,
+                              SplitMessage* split, Request* push) {
+  if (absl::Status s = SplitBulkField(request, kPushGradientField, split);
+      !s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(push->GetTypeName(), ": ", s.message()));
+  }
+  if (!push->ParseFromString(split->rest)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "malformed ", push->GetTypeName(),
+        " (a field other than the gradient is not valid protobuf, or a "
+        "string field is not UTF-8)"));
+  }
+  return absl::OkStatus();
+}
 
 }  // namespace
 
@@ -170,6 +205,8 @@ void ParameterService::FillStats(shardps::StatsResponse* response) {
       response->methods(static_cast<int>(RpcMethod::kPull)).requests());
   response->set_push_requests(
       response->methods(static_cast<int>(RpcMethod::kPush)).requests());
+  response->set_push_pull_requests(
+      response->methods(static_cast<int>(RpcMethod::kPushPull)).requests());
   response->set_rejected_requests(errors);
   response->set_uptime_seconds(absl::ToDoubleSeconds(absl::Now() - started_));
   if (replicator_ != nullptr) {
@@ -198,6 +235,18 @@ grpc::ServerUnaryReactor* ParameterService::Stats(
 grpc::ServerUnaryReactor* ParameterService::Pull(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
+  return ServeRead(RpcMethod::kPull, context, request, response);
+}
+
+grpc::ServerUnaryReactor* ParameterService::PushPull(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  return ServeRead(RpcMethod::kPushPull, context, request, response);
+}
+
+grpc::ServerUnaryReactor* ParameterService::ServeRead(
+    RpcMethod method, grpc::CallbackServerContext* context,
+    const grpc::ByteBuffer* request, grpc::ByteBuffer* response) {
   const absl::Time start = absl::Now();
   const size_t bytes_in = request->Length();
   absl::Status admitted = Admit(*context);
@@ -205,29 +254,50 @@ grpc::ServerUnaryReactor* ParameterService::Pull(
     admitted = replicator_->CheckPrimary();
   }
   if (!admitted.ok()) {
-    return Finish(context, RpcMethod::kPull, start, bytes_in, 0, admitted);
+    return Finish(context, method, start, bytes_in, 0, admitted);
   }
-  absl::StatusOr<ParsedPull> pull = ParsePull(*request);
-  if (!pull.ok() || !pull->table->pulls_may_wait()) {
+  const bool push_pull = method == RpcMethod::kPushPull;
+  const char* what = push_pull ? "push_pull" : "pull";
+  absl::StatusOr<ParsedPull> read =
+      push_pull ? ApplyPushPull(*request) : ParsePull(*request);
+  // A PushPull's push reaches every replica before its answer is read.
+  const bool forward = push_pull && replicator_ != nullptr;
+  if (!read.ok() || (!forward && !read->table->pulls_may_wait())) {
     // The common case (async), answered here with gRPC's own reactor.
     absl::Status status =
-        pull.ok() ? AnswerPull(*pull, response) : pull.status();
-    status = MaybeDropReply(std::move(status), "pull");
-    return Finish(context, RpcMethod::kPull, start, bytes_in,
+        read.ok() ? AnswerPull(*read, response) : read.status();
+    status = MaybeDropReply(std::move(status), what);
+    return Finish(context, method, start, bytes_in,
                   status.ok() ? response->Length() : 0, status);
   }
-  // A pull that may wait for other workers (sync, ssp) is answered later,
-  // from the thread that releases it, or ended with its call.
+  // One that may wait for other workers (sync, ssp) or for the replicas is
+  // answered later, from the thread that releases it, or ended with its
+  // call.
   auto* reactor = new WaitingPullReactor();
-  const WaitingPull waiting = WaitThenAnswer(
-      *pull, response,
-      [this, reactor, response, start, bytes_in](absl::Status status) {
-        status = MaybeDropReply(std::move(status), "pull");
-        Record(RpcMethod::kPull, start, bytes_in,
-               status.ok() ? response->Length() : 0, status);
-        reactor->Answer(ToGrpcStatus(status));
+  PullDone done = [this, reactor, response, start, bytes_in, method,
+                   what](absl::Status status) {
+    status = MaybeDropReply(std::move(status), what);
+    Record(method, start, bytes_in, status.ok() ? response->Length() : 0,
+           status);
+    reactor->Answer(ToGrpcStatus(status));
+  };
+  if (!forward) {
+    reactor->Started(WaitThenAnswer(*read, response, std::move(done)));
+    return reactor;
+  }
+  // The request parses as a PushRequest; a duplicate is forwarded too, as
+  // Push does.
+  replicator_->Forward(
+      "Push", request, read->pushed->position,
+      [this, reactor, pull = *read, response,
+       done = std::move(done)](absl::Status status) mutable {
+        if (!status.ok()) {
+          std::move(done)(std::move(status));
+          reactor->Started({});
+          return;
+        }
+        reactor->Started(WaitThenAnswer(pull, response, std::move(done)));
       });
-  reactor->Started(waiting);
   return reactor;
 }
 
@@ -264,20 +334,15 @@ absl::StatusOr<ParameterService::ParsedPull> ParameterService::ParsePull(
   if (!table.ok()) return table.status();
   const KeyRange keys{pull.begin(), pull.end()};
   if (absl::Status s = (*table)->CheckKeys(keys); !s.ok()) return s;
-  const shardps::ValueEncoding encoding = pull.encoding();
-  if (encoding != shardps::FLOAT32 && encoding != shardps::FP16 &&
-      encoding != shardps::BF16) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("pulls take float32, fp16 or bf16 values, not encoding ",
-                     static_cast<int>(encoding)));
-  }
-  return ParsedPull{*table, keys, encoding, pull.worker(), pull.clock()};
+  if (absl::Status s = CheckPullEncoding(pull.encoding()); !s.ok()) return s;
+  return ParsedPull{*table,        keys,         pull.encoding(),
+                    pull.worker(), pull.clock(), std::nullopt};
 }
 
 absl::Status ParameterService::AnswerPull(const ParsedPull& pull,
                                           grpc::ByteBuffer* response) {
   TraceSpan span(tracer_, "handle_pull", "server");
-  return CopyPull(*pull.table, pull.keys, pull.encoding, response);
+  return CopyPull(pull, response);
 }
 
 WaitingPull ParameterService::WaitThenAnswer(const ParsedPull& pull,
@@ -306,9 +371,11 @@ WaitingPull ParameterService::HandlePull(const grpc::ByteBuffer& request,
   return WaitThenAnswer(*pull, response, std::move(done));
 }
 
-absl::Status ParameterService::CopyPull(Table& table, KeyRange keys,
-                                        shardps::ValueEncoding encoding,
+absl::Status ParameterService::CopyPull(const ParsedPull& pull,
                                         grpc::ByteBuffer* response) {
+  Table& table = *pull.table;
+  const KeyRange keys = pull.keys;
+  const shardps::ValueEncoding encoding = pull.encoding;
   const size_t n = keys.size();
   const size_t payload = EncodedBytes(encoding, n);
   // Values are copied once, from the store straight into a reused buffer that
@@ -330,10 +397,18 @@ absl::Status ParameterService::CopyPull(Table& table, KeyRange keys,
     }
   }
   if (!version.ok()) return version.status();
-  shardps::PullResponse header;
-  header.set_version(*version);
-  const size_t header_bytes =
-      WriteHeaderBefore(header, kPullValuesField, payload, values);
+  size_t header_bytes;
+  if (pull.pushed.has_value()) {
+    shardps::PushPullResponse header;
+    header.set_version(*version);
+    header.set_duplicate(pull.pushed->duplicate);
+    header_bytes =
+        WriteHeaderBefore(header, kPushPullValuesField, payload, values);
+  } else {
+    shardps::PullResponse header;
+    header.set_version(*version);
+    header_bytes = WriteHeaderBefore(header, kPullValuesField, payload, values);
+  }
   grpc::Slice slice = std::move(buffer).ToSlice(
       kMaxWireHeaderBytes - header_bytes, header_bytes + payload);
   *response = grpc::ByteBuffer(&slice, 1);
@@ -371,17 +446,25 @@ absl::Status ParameterService::HandlePush(
   TraceSpan span(tracer_, "handle_push", "server");
   SplitMessage split;
   shardps::PushRequest push;
-  if (absl::Status s = SplitBulkField(request, kPushGradientField, &split);
-      !s.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(push.GetTypeName(), ": ", s.message()));
+  if (absl::Status s = ParsePushMessage(request, &split, &push); !s.ok()) {
+    return s;
   }
-  if (!push.ParseFromString(split.rest)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "malformed ", push.GetTypeName(),
-        " (a field other than the gradient is not valid protobuf, or a "
-        "string field is not UTF-8)"));
-  }
+  Table* table = nullptr;
+  absl::StatusOr<PushOutcome> outcome =
+      ApplyParsedPush(push, split, forwarded, &table);
+  if (!outcome.ok()) return outcome.status();
+  shardps::PushResponse reply;
+  reply.set_version(outcome->version);
+  reply.set_duplicate(outcome->duplicate);
+  *response = SerializeSmallMessage(reply);
+  if (outcome_out != nullptr) *outcome_out = *outcome;
+  return absl::OkStatus();
+}
+
+template <typename Request>
+absl::StatusOr<PushOutcome> ParameterService::ApplyParsedPush(
+    const Request& push, const SplitMessage& split,
+    const grpc::CallbackServerContext* forwarded, Table** table_out) {
   // Before the table is looked up: a replica still catching up may not
   // have it yet, and says so (UNAVAILABLE, retried by the primary).
   bool in_copy = false;
@@ -394,15 +477,9 @@ absl::Status ParameterService::HandlePush(
   absl::StatusOr<Table*> table = registry_.Find(push.job(), push.table());
   if (!table.ok()) return table.status();
   Table& t = **table;
-  if (in_copy) {
-    // Applied before the primary copied its state to this replica.
-    shardps::PushResponse reply;
-    reply.set_version(t.version());
-    reply.set_duplicate(true);
-    *response = SerializeSmallMessage(reply);
-    if (outcome_out != nullptr) *outcome_out = {t.version(), true};
-    return absl::OkStatus();
-  }
+  *table_out = &t;
+  // Applied before the primary copied its state to this replica.
+  if (in_copy) return PushOutcome{t.version(), true, 0};
   const KeyRange keys{push.begin(), push.end()};
   size_t wire_bytes = 0;
   for (absl::string_view piece : split.bulk) wire_bytes += piece.size();
@@ -431,16 +508,41 @@ absl::Status ParameterService::HandlePush(
   args.lr_scale =
       push.has_learning_rate_scale() ? push.learning_rate_scale() : 1.0f;
   absl::StatusOr<PushOutcome> outcome = t.ApplyPush(args, gradient);
-  if (!outcome.ok()) return outcome.status();
-  if (!outcome->duplicate) {
+  if (outcome.ok() && !outcome->duplicate) {
     bytes_pushed_.fetch_add(wire_bytes, std::memory_order_relaxed);
   }
-  shardps::PushResponse reply;
-  reply.set_version(outcome->version);
-  reply.set_duplicate(outcome->duplicate);
-  *response = SerializeSmallMessage(reply);
-  if (outcome_out != nullptr) *outcome_out = *outcome;
-  return absl::OkStatus();
+  return outcome;
+}
+
+absl::StatusOr<ParameterService::ParsedPull> ParameterService::ApplyPushPull(
+    const grpc::ByteBuffer& request) {
+  TraceSpan span(tracer_, "handle_push", "server");
+  SplitMessage split;
+  shardps::PushPullRequest push;
+  if (absl::Status s = ParsePushMessage(request, &split, &push); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckPullEncoding(push.pull_encoding()); !s.ok()) {
+    return s;
+  }
+  Table* table = nullptr;
+  absl::StatusOr<PushOutcome> outcome =
+      ApplyParsedPush(push, split, nullptr, &table);
+  if (!outcome.ok()) return outcome.status();
+  return ParsedPull{
+      table,         {push.begin(), push.end()}, push.pull_encoding(),
+      push.worker(), push.clock() + 1,           *outcome};
+}
+
+WaitingPull ParameterService::HandlePushPull(const grpc::ByteBuffer& request,
+                                             grpc::ByteBuffer* response,
+                                             PullDone done) {
+  absl::StatusOr<ParsedPull> applied = ApplyPushPull(request);
+  if (!applied.ok()) {
+    std::move(done)(applied.status());
+    return {};
+  }
+  return WaitThenAnswer(*applied, response, std::move(done));
 }
 
 }  // namespace ps

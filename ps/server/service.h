@@ -1,16 +1,17 @@
 // ParameterService is the gRPC face of one shardps server: it admits each
 // call (job token, draining), decodes the request, calls the TableRegistry
 // and its Tables (ps/table/table.h, where the transactions are), and
-// encodes the reply. Every method is raw (ByteBuffer): Pull and Push so
-// that the float payload goes from gRPC's slices into the store, and from a
-// pooled buffer back out, without a std::string copy
-// (ps/wire/wire_codec.h); all four so that a request that does not parse
+// encodes the reply. Every method is raw (ByteBuffer): Pull, Push and
+// PushPull so that the float payload goes from gRPC's slices into the
+// store, and from a pooled buffer back out, without a std::string copy
+// (ps/wire/wire_codec.h); all so that a request that does not parse
 // is answered INVALID_ARGUMENT naming its message, as every other bad
 // request, rather than gRPC's own UNIMPLEMENTED without a message.
 //
-// A pull that waits for other workers (sync, ssp) ends with its call: when
-// the client cancels it or its deadline passes, the table stops waiting
-// for it.
+// A pull (or a PushPull's answer) that waits for other workers (sync, ssp)
+// ends with its call: when the client cancels it or its deadline passes,
+// the table stops waiting for it. A PushPull applies its push first,
+// forwards it to the replicas when there are any, and only then reads.
 //
 // Every handler runs to completion on the gRPC callback thread that called
 // it; there is no thread per request.
@@ -23,6 +24,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/functional/any_invocable.h"
@@ -36,15 +38,17 @@
 #include "ps/server/waiting_pull_reactor.h"
 #include "ps/table/table_registry.h"
 #include "ps/wire/buffer_pool.h"
+#include "ps/wire/wire_codec.h"
 
 namespace ps {
 
 using ParameterServiceBase =
     shardps::ParameterServer::WithRawCallbackMethod_Pull<
         shardps::ParameterServer::WithRawCallbackMethod_Push<
-            shardps::ParameterServer::WithRawCallbackMethod_CreateTable<
-                shardps::ParameterServer::WithRawCallbackMethod_Stats<
-                    shardps::ParameterServer::Service>>>>;
+            shardps::ParameterServer::WithRawCallbackMethod_PushPull<
+                shardps::ParameterServer::WithRawCallbackMethod_CreateTable<
+                    shardps::ParameterServer::WithRawCallbackMethod_Stats<
+                        shardps::ParameterServer::Service>>>>>;
 
 struct ServiceOptions {
   std::string job = "default";
@@ -105,6 +109,9 @@ class ParameterService final : public ParameterServiceBase {
   grpc::ServerUnaryReactor* Push(grpc::CallbackServerContext* context,
                                  const grpc::ByteBuffer* request,
                                  grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* PushPull(grpc::CallbackServerContext* context,
+                                     const grpc::ByteBuffer* request,
+                                     grpc::ByteBuffer* response) override;
 
   // What Pull and Push do with an encoded request once the call is admitted
   // (the fuzz target in tests/fuzz drives these directly). HandlePull calls
@@ -124,15 +131,28 @@ class ParameterService final : public ParameterServiceBase {
       const grpc::ByteBuffer& request, grpc::ByteBuffer* response,
       const grpc::CallbackServerContext* forwarded = nullptr,
       PushOutcome* outcome = nullptr);
+  // A PushPull without replication: applies the push, then answers as
+  // HandlePull does (`done`, the returned WaitingPull).
+  WaitingPull HandlePushPull(const grpc::ByteBuffer& request,
+                             grpc::ByteBuffer* response, PullDone done);
 
  private:
   // UNAUTHENTICATED unless the call carries the job's token; UNAVAILABLE
   // while draining.
   absl::Status Admit(const grpc::CallbackServerContext& context) const;
-  // Copies keys of `table` into an encoded PullResponse.
-  absl::Status CopyPull(Table& table, KeyRange keys,
-                        shardps::ValueEncoding encoding,
-                        grpc::ByteBuffer* response);
+  // A pull request read and checked against its table, or the pull half of
+  // a PushPull whose push was applied (`pushed`).
+  struct ParsedPull {
+    Table* table;
+    KeyRange keys;
+    shardps::ValueEncoding encoding;
+    uint32_t worker;
+    uint64_t clock;
+    std::optional<PushOutcome> pushed;
+  };
+  // Copies the pull's keys into an encoded PullResponse, or PushPullResponse
+  // when it has `pushed`.
+  absl::Status CopyPull(const ParsedPull& pull, grpc::ByteBuffer* response);
   // Decodes a pushed gradient of `bulk_bytes` in `bulk` into *decoded (4
   // bytes per key); INVALID_ARGUMENT for an unknown encoding, bad keys or a
   // length that does not match them.
@@ -149,15 +169,17 @@ class ParameterService final : public ParameterServiceBase {
   // Replicator::CheckForwarded with the call's epoch and position.
   absl::Status CheckForwardedCall(const grpc::CallbackServerContext& context,
                                   absl::string_view table, bool* in_copy) const;
-  // A pull request read and checked against its table.
-  struct ParsedPull {
-    Table* table;
-    KeyRange keys;
-    shardps::ValueEncoding encoding;
-    uint32_t worker;
-    uint64_t clock;
-  };
   absl::StatusOr<ParsedPull> ParsePull(const grpc::ByteBuffer& request);
+  // Applies a PushPull's push (as HandlePush) and returns its pull half:
+  // the same keys at clock + 1. A pull encoding it cannot answer is refused
+  // before the push is applied.
+  absl::StatusOr<ParsedPull> ApplyPushPull(const grpc::ByteBuffer& request);
+  // Applies the push in `split` (the gradient) and `push` (the rest of a
+  // PushRequest or PushPullRequest); *table gets its table.
+  template <typename Request>
+  absl::StatusOr<PushOutcome> ApplyParsedPush(
+      const Request& push, const SplitMessage& split,
+      const grpc::CallbackServerContext* forwarded, Table** table);
   // Copies the pulled values into *response.
   absl::Status AnswerPull(const ParsedPull& pull, grpc::ByteBuffer* response);
   // Answers the pull once its table lets it read (at once for async), then
@@ -177,6 +199,13 @@ class ParameterService final : public ParameterServiceBase {
       grpc::CallbackServerContext* context, RpcMethod method, absl::Time start,
       const grpc::ByteBuffer* request, grpc::ByteBuffer* response,
       uint64_t position);
+  // Pull and PushPull: admits the call, reads it (a PushPull applies its
+  // push), and answers at once or, when the table makes it wait or a
+  // PushPull's push must reach the replicas first, later.
+  grpc::ServerUnaryReactor* ServeRead(RpcMethod method,
+                                      grpc::CallbackServerContext* context,
+                                      const grpc::ByteBuffer* request,
+                                      grpc::ByteBuffer* response);
   // Records the call and finishes it with `status`.
   grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* context,
                                    RpcMethod method, absl::Time start,

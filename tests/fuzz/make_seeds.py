@@ -59,13 +59,16 @@ def write(corpus, name, data):
 
 
 def main():
-    # service_fuzzer: a kind byte (0 pull, 1 push, 2 create), then the message.
+    # service_fuzzer: a kind byte (0 pull, 1 push, 2 create, 3 push-pull),
+    # then the message.
     header = field(1, "fuzz") + field(2, "t")
     write("service", "pull", b"\0" + header + field(3, 0) + field(4, 16))
     write("service", "pull-edge", b"\0" + header + field(3, 480) + field(4, 496))
     push = (header + field(3, 16) + field(4, 24) + field(5, 1) + field(6, 3) +
             field(7, 99) + field(8, 5) + field(9, 4))
     write("service", "push", b"\1" + push + field(15, floats([0.5] * 8)))
+    write("service", "push-pull",
+          b"\3" + push + field(12, 1) + field(15, floats([0.5] * 8)))
     write("service", "push-untracked",
           b"\1" + header + field(3, 0) + field(4, 4) +
           field(15, floats([1, -2, 3, -4])))

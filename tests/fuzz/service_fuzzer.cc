@@ -1,7 +1,7 @@
-// libFuzzer target: encoded Pull, Push and CreateTable requests, as a server
-// receives them, against one ParameterService and its ShardStores. Besides
-// what the sanitizers catch, it checks that a rejected request changes no
-// table's version.
+// libFuzzer target: encoded Pull, Push, PushPull and CreateTable requests, as a
+// server receives them, against one ParameterService and its ShardStores.
+// Besides what the sanitizers catch, it checks that a rejected request changes
+// no table's version.
 //
 // Input: one byte picks the request kind, the rest is the encoded message.
 #include <atomic>
@@ -56,31 +56,34 @@ uint64_t TotalVersion(ps::ParameterService& service) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   ps::ParameterService& service = Service();
-  const uint8_t kind = data[0] % 3;
+  const uint8_t kind = data[0] % 4;
   grpc::Slice slice(data + 1, size - 1);
   grpc::ByteBuffer request(&slice, 1), response;
   const uint64_t before = TotalVersion(service);
   absl::Status status;
+  // A pull (or PushPull) on a sync/ssp table may wait for pushes that never
+  // come; the wait then ends at the table's straggler timeout, or when the
+  // service is destroyed, so what it writes to must outlive this input.
+  struct Pending {
+    grpc::ByteBuffer request, response;
+    absl::Status status;
+    std::atomic<bool> done{false};
+  };
+  auto pending = std::make_shared<Pending>();
+  pending->request = request;
+  auto done = [pending](absl::Status s) {
+    pending->status = std::move(s);
+    pending->done.store(true);
+  };
   switch (kind) {
-    case 0: {
-      // A pull on a sync/ssp table may wait for pushes that never come;
-      // the wait then ends at the table's straggler timeout, or when the
-      // service is destroyed, so what it writes to must outlive this input.
-      struct Pending {
-        grpc::ByteBuffer request, response;
-        absl::Status status;
-        std::atomic<bool> done{false};
-      };
-      auto pending = std::make_shared<Pending>();
-      pending->request = request;
-      service.HandlePull(pending->request, &pending->response,
-                         [pending](absl::Status s) {
-                           pending->status = std::move(s);
-                           pending->done.store(true);
-                         });
+    case 0:
+      service.HandlePull(pending->request, &pending->response, done);
       if (pending->done.load()) status = pending->status;
       break;
-    }
+    case 3:
+      service.HandlePushPull(pending->request, &pending->response, done);
+      if (pending->done.load()) status = pending->status;
+      break;
     case 1:
       status = service.HandlePush(request, &response);
       break;

@@ -269,7 +269,8 @@ TEST(UnreadableRequestTest, EveryMethodAnswersInvalidArgumentAndLogsNothing) {
   const std::string garbage[] = {
       std::string("\x0a\x05te", 4), std::string("\x0f\x00", 2),
       std::string("\x93\xe7\x1d\x88\x02\xc4", 6), bad_utf8};
-  for (const char* method : {"CreateTable", "Pull", "Push", "Stats"}) {
+  for (const char* method :
+       {"CreateTable", "Pull", "Push", "PushPull", "Stats"}) {
     for (const std::string& bytes : garbage) {
       const grpc::Status s = CallRaw(stub, method, bytes);
       EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
@@ -316,6 +317,55 @@ TEST_F(HostileClientTest, AckedBelowAboveTheSequenceIsRefusedAndHarmsNothing) {
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_FALSE(reply.duplicate());
   EXPECT_EQ(ValuesOf("w"), std::vector<float>(16, 8.0f));
+}
+
+TEST_F(HostileClientTest, APushPullFromTheProtoAloneAppliesOnceOrNotAtAll) {
+  // Written with the generated stub only: the reply is protobuf's own
+  // encoding of PushPullResponse.
+  Start();
+  ASSERT_TRUE(Create(SgdSpec("w", 16)).ok());
+  shardps::PushRequest push = PushOf("w", 0, 0, 1.5f);
+  shardps::PushPullRequest request;
+  request.set_job(push.job());
+  request.set_table(push.table());
+  request.set_begin(0);
+  request.set_end(16);
+  request.set_session(5);
+  request.set_sequence(1);
+  request.set_acked_below(1);
+  request.set_gradient(push.gradient());
+  auto call = [&](shardps::PushPullResponse* response) {
+    grpc::ClientContext context;
+    return stub_->PushPull(&context, request, response);
+  };
+  // A pull encoding that pulls cannot answer is refused before the push is
+  // applied.
+  request.set_pull_encoding(shardps::ONEBIT);
+  shardps::PushPullResponse response;
+  grpc::Status s = call(&response);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("not encoding 3"), std::string::npos)
+      << s.error_message();
+  EXPECT_EQ(ValuesOf("w"), std::vector<float>(16, 10.0f));
+  // Keys outside the table: refused, nothing applied.
+  request.set_pull_encoding(shardps::FLOAT32);
+  request.set_end(17);
+  s = call(&response);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(ValuesOf("w"), std::vector<float>(16, 10.0f));
+  request.set_end(16);
+  ASSERT_TRUE(call(&response).ok());
+  EXPECT_FALSE(response.duplicate());
+  EXPECT_EQ(response.version(), 1u);
+  std::vector<float> values(16);
+  ASSERT_EQ(response.values().size(), 16 * sizeof(float));
+  memcpy(values.data(), response.values().data(), response.values().size());
+  EXPECT_EQ(values, std::vector<float>(16, 8.5f));
+  // The same (session, sequence) again: acknowledged, answered, not applied.
+  ASSERT_TRUE(call(&response).ok());
+  EXPECT_TRUE(response.duplicate());
+  EXPECT_EQ(response.version(), 1u);
+  EXPECT_EQ(ValuesOf("w"), std::vector<float>(16, 8.5f));
 }
 
 // A worker of a one-worker sync table stepping every 0.2 s (pull clock c,
@@ -406,6 +456,45 @@ TEST_F(HostileClientTest, AWaitingPullEndsWithItsCallAndTriggersNoPolicy) {
   const grpc::Status again = Pull(PullOf("pair", 1, 1), &response);
   ASSERT_TRUE(again.ok()) << again.error_message();
   EXPECT_EQ(Values(response), std::vector<float>(16, 7.0f));  // 10 - (2+4)/2
+}
+
+TEST_F(HostileClientTest, AWaitingPushPullEndsWithItsCallItsPushKept) {
+  Start();
+  ASSERT_TRUE(Create(SyncSpec("pair", 2, shardps::STRAGGLER_FAIL)).ok());
+  // Worker 1's PushPull of clock 0 waits for worker 0's push; its client
+  // gives up after 0.3 s. Its push stays gathered for the clock.
+  shardps::PushRequest push = PushOf("pair", 1, 0, 2.0f);
+  shardps::PushPullRequest request;
+  request.set_job(push.job());
+  request.set_table("pair");
+  request.set_begin(0);
+  request.set_end(16);
+  request.set_worker(1);
+  request.set_gradient(push.gradient());
+  shardps::PushPullResponse response;
+  {
+    grpc::ClientContext context;
+    context.set_deadline(
+        absl::ToChronoTime(absl::Now() + absl::Milliseconds(300)));
+    const grpc::Status s = stub_->PushPull(&context, request, &response);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED)
+        << s.error_message();
+  }
+  const absl::Time give_up = absl::Now() + absl::Seconds(10);
+  const shardps::TableStats* t = nullptr;
+  shardps::StatsResponse stats;
+  do {
+    stats = Stats();
+    t = TableNamed(stats, "pair");
+    ASSERT_NE(t, nullptr);
+  } while (t->waiting_pulls() != 0 && absl::Now() < give_up);
+  EXPECT_EQ(t->waiting_pulls(), 0u);
+  // Worker 0 completes the clock; worker 1 reads clock 1 without pushing
+  // again: 10 - (2 + 4) / 2.
+  ASSERT_TRUE(Push(PushOf("pair", 0, 0, 4.0f)).ok());
+  shardps::PullResponse pulled;
+  ASSERT_TRUE(Pull(PullOf("pair", 1, 1), &pulled).ok());
+  EXPECT_EQ(Values(pulled), std::vector<float>(16, 7.0f));
 }
 
 TEST_F(HostileClientTest, WorkerIdsOutsideTheBarrierOrPastTheLimitAreRefused) {

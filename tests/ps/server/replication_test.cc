@@ -267,6 +267,50 @@ TEST_F(ReplicationTest, EveryAcknowledgedPushSurvivesEachReplicaInTurn) {
   EXPECT_TRUE(reply.duplicate());
 }
 
+TEST_F(ReplicationTest, APushPullIsAnsweredOnceTheBackupHasItsPush) {
+  std::unique_ptr<Server> a, b;
+  ASSERT_NO_FATAL_FAILURE(StartPrimaryAndBackup(&a, &b));
+  const shardps::PushRequest push = PushOf(7, 1, 3.0f);
+  shardps::PushPullRequest request;
+  request.set_job(kJob);
+  request.set_table("w");
+  request.set_end(kKeys);
+  request.set_session(7);
+  request.set_sequence(1);
+  request.set_acked_below(1);
+  request.set_gradient(push.gradient());
+  shardps::PushPullResponse response;
+  {
+    grpc::ClientContext context;
+    const grpc::Status s = Stub(*a)->PushPull(&context, request, &response);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+  std::vector<float> values(kKeys);
+  ASSERT_EQ(response.values().size(), kKeys * sizeof(float));
+  std::memcpy(values.data(), response.values().data(), kKeys * sizeof(float));
+  EXPECT_EQ(values, std::vector<float>(kKeys, 97.0f));
+  // Answered only after the backup applied it; the backup refuses
+  // PushPulls from clients as it refuses pushes.
+  EXPECT_EQ(Stats(*b).tables(0).version(), 1u);
+  {
+    grpc::ClientContext context;
+    const grpc::Status s = Stub(*b)->PushPull(&context, request, &response);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE);
+  }
+  // After a failover the new primary has the push once: the retry is a
+  // duplicate answered with the same values.
+  a.reset();
+  AwaitRole(*b, "primary");
+  {
+    grpc::ClientContext context;
+    const grpc::Status s = Stub(*b)->PushPull(&context, request, &response);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+  EXPECT_TRUE(response.duplicate());
+  std::memcpy(values.data(), response.values().data(), kKeys * sizeof(float));
+  EXPECT_EQ(values, std::vector<float>(kKeys, 97.0f));
+}
+
 // How many lines of `log` contain `text`.
 int Lines(testutil::RecordingLog& log, absl::string_view text) {
   int n = 0;
