@@ -74,12 +74,7 @@ absl::Status CheckOptions(const ClientOptions& o) {
     return absl::InvalidArgumentError("job must have 1 to 128 characters");
   }
   if (absl::Status s = CheckTransfer(o); !s.ok()) return s;
-  if (o.pull_encoding != shardps::FLOAT32 && o.pull_encoding != shardps::FP16 &&
-      o.pull_encoding != shardps::BF16) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("pulls take float32, fp16 or bf16, not ",
-                     EncodingName(o.pull_encoding)));
-  }
+  if (absl::Status s = CheckPullEncoding(o.pull_encoding); !s.ok()) return s;
   if (!shardps::ValueEncoding_IsValid(o.push_encoding)) {
     return absl::InvalidArgumentError("unknown push encoding");
   }

@@ -4,7 +4,6 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "ps/wire/float_pieces.h"
 #include "ps/wire/grpc_status.h"
 #include "ps/wire/security.h"
 #include "ps/wire/value_codec.h"
@@ -14,42 +13,8 @@ namespace ps {
 namespace {
 
 constexpr int kPullValuesField = shardps::PullResponse::kValuesFieldNumber;
-constexpr int kPushGradientField = shardps::PushRequest::kGradientFieldNumber;
 constexpr int kPushPullValuesField =
     shardps::PushPullResponse::kValuesFieldNumber;
-static_assert(shardps::PushPullRequest::kGradientFieldNumber ==
-                  kPushGradientField,
-              "a PushPullRequest must parse as a PushRequest");
-
-// INVALID_ARGUMENT unless pulls can answer in `encoding`.
-absl::Status CheckPullEncoding(shardps::ValueEncoding encoding) {
-  if (encoding == shardps::FLOAT32 || encoding == shardps::FP16 ||
-      encoding == shardps::BF16) {
-    return absl::OkStatus();
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("pulls take float32, fp16 or bf16 values, not encoding ",
-                   static_cast<int>(encoding)));
-}
-
-// Splits a push's gradient from its other fields, which are parsed into
-// *push (a PushRequest or a PushPullRequest).
-template <typename Request>
-absl::Status ParsePushMessage(const grpc::ByteBuffer& request,
-                              SplitMessage* split, Request* push) {
-  if (absl::Status s = SplitBulkField(request, kPushGradientField, split);
-      !s.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(push->GetTypeName(), ": ", s.message()));
-  }
-  if (!push->ParseFromString(split->rest)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "malformed ", push->GetTypeName(),
-        " (a field other than the gradient is not valid protobuf, or a "
-        "string field is not UTF-8)"));
-  }
-  return absl::OkStatus();
-}
 
 }  // namespace
 
@@ -414,135 +379,6 @@ absl::Status ParameterService::CopyPull(const ParsedPull& pull,
   *response = grpc::ByteBuffer(&slice, 1);
   bytes_pulled_.fetch_add(payload, std::memory_order_relaxed);
   return absl::OkStatus();
-}
-
-absl::Status ParameterService::DecodePush(
-    shardps::ValueEncoding encoding, Table& table, KeyRange keys,
-    absl::Span<const absl::string_view> bulk, size_t bulk_bytes,
-    PooledBuffer* decoded) {
-  if (!shardps::ValueEncoding_IsValid(encoding)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown gradient encoding ", static_cast<int>(encoding)));
-  }
-  // Checked before any buffer is sized by the request.
-  if (absl::Status s = table.CheckKeys(keys); !s.ok()) return s;
-  const size_t n = keys.size();
-  if (bulk_bytes != EncodedBytes(encoding, n)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "gradient has ", bulk_bytes, " bytes but key range [", keys.begin, ", ",
-        keys.end, ") in ", EncodingName(encoding), " needs ",
-        EncodedBytes(encoding, n)));
-  }
-  PooledBuffer gathered;
-  const absl::string_view in = Contiguous(bulk, scratch_buffers_, &gathered);
-  *decoded = scratch_buffers_.Acquire(n * sizeof(float));
-  return DecodeValues(encoding, in.data(), n,
-                      reinterpret_cast<float*>(decoded->data()));
-}
-
-absl::Status ParameterService::HandlePush(
-    const grpc::ByteBuffer& request, grpc::ByteBuffer* response,
-    const grpc::CallbackServerContext* forwarded, PushOutcome* outcome_out) {
-  TraceSpan span(tracer_, "handle_push", "server");
-  SplitMessage split;
-  shardps::PushRequest push;
-  if (absl::Status s = ParsePushMessage(request, &split, &push); !s.ok()) {
-    return s;
-  }
-  Table* table = nullptr;
-  absl::StatusOr<PushOutcome> outcome =
-      ApplyParsedPush(push, split, forwarded, &table);
-  if (!outcome.ok()) return outcome.status();
-  shardps::PushResponse reply;
-  reply.set_version(outcome->version);
-  reply.set_duplicate(outcome->duplicate);
-  *response = SerializeSmallMessage(reply);
-  if (outcome_out != nullptr) *outcome_out = *outcome;
-  return absl::OkStatus();
-}
-
-template <typename Request>
-absl::StatusOr<PushOutcome> ParameterService::ApplyParsedPush(
-    const Request& push, const SplitMessage& split,
-    const grpc::CallbackServerContext* forwarded, Table** table_out) {
-  // Before the table is looked up: a replica still catching up may not
-  // have it yet, and says so (UNAVAILABLE, retried by the primary).
-  bool in_copy = false;
-  if (forwarded != nullptr) {
-    if (absl::Status s = CheckForwardedCall(*forwarded, push.table(), &in_copy);
-        !s.ok()) {
-      return s;
-    }
-  }
-  absl::StatusOr<Table*> table = registry_.Find(push.job(), push.table());
-  if (!table.ok()) return table.status();
-  Table& t = **table;
-  *table_out = &t;
-  // Applied before the primary copied its state to this replica.
-  if (in_copy) return PushOutcome{t.version(), true, 0};
-  const KeyRange keys{push.begin(), push.end()};
-  size_t wire_bytes = 0;
-  for (absl::string_view piece : split.bulk) wire_bytes += piece.size();
-  // An encoded gradient is decoded into a reused buffer; float32 is read in
-  // place from the request.
-  absl::Span<const absl::string_view> pieces = split.bulk;
-  PooledBuffer decoded;
-  absl::string_view decoded_view;
-  if (push.encoding() != shardps::FLOAT32) {
-    if (absl::Status s = DecodePush(push.encoding(), t, keys, split.bulk,
-                                    wire_bytes, &decoded);
-        !s.ok()) {
-      return s;
-    }
-    decoded_view = absl::string_view(decoded.data(), keys.size() * 4);
-    pieces = absl::MakeConstSpan(&decoded_view, 1);
-  }
-  FloatPieces gradient(pieces);
-  PushArgs args;
-  args.worker = push.worker();
-  args.clock = push.clock();
-  args.keys = keys;
-  args.session = push.session();
-  args.sequence = push.sequence();
-  args.acked_below = push.acked_below();
-  args.lr_scale =
-      push.has_learning_rate_scale() ? push.learning_rate_scale() : 1.0f;
-  absl::StatusOr<PushOutcome> outcome = t.ApplyPush(args, gradient);
-  if (outcome.ok() && !outcome->duplicate) {
-    bytes_pushed_.fetch_add(wire_bytes, std::memory_order_relaxed);
-  }
-  return outcome;
-}
-
-absl::StatusOr<ParameterService::ParsedPull> ParameterService::ApplyPushPull(
-    const grpc::ByteBuffer& request) {
-  TraceSpan span(tracer_, "handle_push", "server");
-  SplitMessage split;
-  shardps::PushPullRequest push;
-  if (absl::Status s = ParsePushMessage(request, &split, &push); !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = CheckPullEncoding(push.pull_encoding()); !s.ok()) {
-    return s;
-  }
-  Table* table = nullptr;
-  absl::StatusOr<PushOutcome> outcome =
-      ApplyParsedPush(push, split, nullptr, &table);
-  if (!outcome.ok()) return outcome.status();
-  return ParsedPull{
-      table,         {push.begin(), push.end()}, push.pull_encoding(),
-      push.worker(), push.clock() + 1,           *outcome};
-}
-
-WaitingPull ParameterService::HandlePushPull(const grpc::ByteBuffer& request,
-                                             grpc::ByteBuffer* response,
-                                             PullDone done) {
-  absl::StatusOr<ParsedPull> applied = ApplyPushPull(request);
-  if (!applied.ok()) {
-    std::move(done)(applied.status());
-    return {};
-  }
-  return WaitThenAnswer(*applied, response, std::move(done));
 }
 
 }  // namespace ps

@@ -104,6 +104,16 @@ absl::string_view EncodingName(shardps::ValueEncoding encoding) {
   }
 }
 
+absl::Status CheckPullEncoding(shardps::ValueEncoding encoding) {
+  if (encoding == shardps::FLOAT32 || encoding == shardps::FP16 ||
+      encoding == shardps::BF16) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("pulls take float32, fp16 or bf16 values, not encoding ",
+                   static_cast<int>(encoding)));
+}
+
 void EncodeFp16(const float* in, size_t n, char* out) {
   for (size_t i = 0; i < n; ++i) Store16(out + 2 * i, FloatToHalf(in[i]));
 }

@@ -47,6 +47,10 @@ void DecodeBf16(const char* in, size_t n, float* out);
 void EncodeOneBit(const float* grad, float* residual, size_t n, char* out);
 void DecodeOneBit(const char* in, size_t n, float* out);
 
+// INVALID_ARGUMENT unless pulls can answer in `encoding`: FLOAT32, FP16 or
+// BF16 (ONEBIT is for pushes only), naming it by number.
+absl::Status CheckPullEncoding(shardps::ValueEncoding encoding);
+
 // How pulls and pushes encode values for a compression setting: "none"
 // (float32 both ways), "fp16" or "bf16" (both ways), "onebit" (1-bit SGD
 // pushes, float32 pulls); INVALID_ARGUMENT for anything else.
