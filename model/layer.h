@@ -44,6 +44,7 @@ class Layer {
   // layer without parameters.
   uint64_t params_begin() const { return params_begin_; }
   uint64_t params_end() const { return params_end_; }
+  bool has_params() const { return params_end_ > params_begin_; }
 
   // Appends how this layer's tensors start.
   virtual void AppendInitPlan(std::vector<TensorInit>* plan) const {}

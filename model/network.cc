@@ -160,9 +160,12 @@ LayerScratch Network::ScratchOf(int l, Workspace* ws) const {
 }
 
 void Network::Forward(const float* params, const float* x, int batch,
-                      Workspace* ws) const {
+                      Workspace* ws, LayerObserver* observer) const {
   const float* input = x;
   for (int l = 0; l < num_layers(); ++l) {
+    if (observer != nullptr && layers_[l]->has_params()) {
+      observer->BeforeForward(l);
+    }
     float* out = ws->activations[l].data();
     layers_[l]->Forward(params, input, batch, out, ScratchOf(l, ws));
     input = out;
@@ -171,9 +174,9 @@ void Network::Forward(const float* params, const float* x, int batch,
 
 float Network::TrainStep(const float* params, const float* x,
                          const int32_t* labels, int batch, float* grad,
-                         Workspace* ws) const {
+                         Workspace* ws, LayerObserver* observer) const {
   assert(batch <= ws->max_batch());
-  Forward(params, x, batch, ws);
+  Forward(params, x, batch, ws, observer);
   const int last = num_layers() - 1;
   const double loss = SoftmaxLoss(ws->activations[last].data(), labels, batch,
                                   classes_, ws->deltas[last].data());
@@ -183,6 +186,9 @@ float Network::TrainStep(const float* params, const float* x,
     layers_[l]->Backward(params, in, ws->activations[l].data(),
                          ws->deltas[l].data(), batch, din, grad,
                          ScratchOf(l, ws));
+    if (observer != nullptr && layers_[l]->has_params()) {
+      observer->AfterBackward(l);
+    }
   }
   return static_cast<float>(loss / batch);
 }

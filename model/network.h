@@ -24,6 +24,20 @@
 
 namespace model {
 
+// Told, during a training step, when each layer with parameters is about
+// to read them and when it has written its gradient: what a worker needs to
+// fetch a layer's parameters just before forward uses them and to send its
+// gradient as soon as backward has it (wait-free backpropagation).
+class LayerObserver {
+ public:
+  virtual ~LayerObserver() = default;
+  // Before layer l's forward reads params[l's range).
+  virtual void BeforeForward(int layer) = 0;
+  // After layer l's backward wrote grad[l's range) and read params[l's
+  // range) for the last time in this step.
+  virtual void AfterBackward(int layer) = 0;
+};
+
 class Network {
  public:
   // Builds `spec` for samples of the spec's own input shape or, when it
@@ -77,9 +91,11 @@ class Network {
   // One forward and backward pass over `batch` samples of x (batch x
   // input_width()) with labels in [0, num_classes()). Writes the gradient of
   // the mean loss into grad[0, num_params()) and returns the mean loss.
-  // Requires batch <= ws->max_batch().
+  // Requires batch <= ws->max_batch(). `observer`, when given, is told of
+  // each layer with parameters (LayerObserver).
   float TrainStep(const float* params, const float* x, const int32_t* labels,
-                  int batch, float* grad, Workspace* ws) const;
+                  int batch, float* grad, Workspace* ws,
+                  LayerObserver* observer = nullptr) const;
 
   // Forward passes only, ws->max_batch() samples at a time: the number of
   // samples whose arg-max matches the label; adds their summed loss to
@@ -90,8 +106,8 @@ class Network {
  private:
   Network() = default;
   // Fills ws->activations; the last layer's holds the logits.
-  void Forward(const float* params, const float* x, int batch,
-               Workspace* ws) const;
+  void Forward(const float* params, const float* x, int batch, Workspace* ws,
+               LayerObserver* observer = nullptr) const;
   LayerScratch ScratchOf(int l, Workspace* ws) const;
 
   Shape input_;

@@ -152,6 +152,64 @@ TEST(NetworkTest, CnnGradientMatchesFiniteDifferences) {
   ExpectNetworkGradientMatches(Build("cnn:9x9x2-c3k3-p2-c4k2-f5-3"), 3, 1e-3f);
 }
 
+// Records the observer's calls; at each AfterBackward, keeps a copy of the
+// layer's gradient and scribbles over its parameters, which the rest of
+// the step must not read.
+class ScribblingObserver : public LayerObserver {
+ public:
+  ScribblingObserver(const Network& net, float* params, const float* grad)
+      : net_(net), params_(params), grad_(grad) {}
+  void BeforeForward(int layer) override {
+    events_.push_back("F" + std::to_string(layer));
+  }
+  void AfterBackward(int layer) override {
+    events_.push_back("B" + std::to_string(layer));
+    const Layer& l = net_.layer(layer);
+    grads_.emplace_back(grad_ + l.params_begin(), grad_ + l.params_end());
+    for (uint64_t i = l.params_begin(); i < l.params_end(); ++i) {
+      params_[i] = 1e6f;
+    }
+  }
+  std::vector<std::string> events_;
+  std::vector<std::vector<float>> grads_;  // in AfterBackward's order
+
+ private:
+  const Network& net_;
+  float* const params_;
+  const float* const grad_;
+};
+
+TEST(NetworkTest, AnObserverSeesEachLayerBeforeItReadsAndAfterItsGradient) {
+  Network net = Build("cnn:8x8x1-c4k3-p2-f5-3");
+  const int batch = 4;
+  std::vector<float> params(net.num_params());
+  net.Initialize(5, params.data());
+  const std::vector<float> x = RandomVector(batch * 64, 6);
+  const std::vector<int32_t> labels = {0, 1, 2, 1};
+  Network::Workspace ws = net.MakeWorkspace(batch);
+  std::vector<float> want(net.num_params()), grad(net.num_params());
+  const float loss = net.TrainStep(params.data(), x.data(), labels.data(),
+                                   batch, want.data(), &ws);
+  ScribblingObserver observer(net, params.data(), grad.data());
+  EXPECT_EQ(net.TrainStep(params.data(), x.data(), labels.data(), batch,
+                          grad.data(), &ws, &observer),
+            loss);
+  // Layer 1 (pooling) has no parameters.
+  EXPECT_EQ(observer.events_,
+            (std::vector<std::string>{"F0", "F2", "F3", "B3", "B2", "B0"}));
+  // Each layer's gradient was final when announced, and nothing read the
+  // parameters scribbled over after it.
+  EXPECT_EQ(grad, want);
+  const int layers[] = {3, 2, 0};
+  for (int i = 0; i < 3; ++i) {
+    const Layer& l = net.layer(layers[i]);
+    EXPECT_EQ(observer.grads_[i],
+              std::vector<float>(want.begin() + l.params_begin(),
+                                 want.begin() + l.params_end()))
+        << "layer " << layers[i];
+  }
+}
+
 TEST(NetworkTest, EvaluatesInChunksOfTheWorkspace) {
   Network net = Build("cnn:8x8x1-c4k3-p2-6");
   const int n = 37;

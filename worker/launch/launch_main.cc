@@ -29,6 +29,10 @@ ABSL_FLAG(int, replicas, 1,
           "--straggler_policy=drop is refused).");
 ABSL_FLAG(std::string, loader, "parallel",
           "parallel (the fix) or sequential (the baseline).");
+ABSL_FLAG(std::string, overlap, "none",
+          "Every worker's --overlap: none (pull, compute, push in turn; the "
+          "baseline) or layer (each layer's gradient exchanged for its "
+          "fresh parameters as soon as backward has it).");
 ABSL_FLAG(std::string, run_dir, "",
           "Run directory (required; created with its parents).");
 ABSL_FLAG(std::string, data, "",
@@ -93,6 +97,7 @@ absl::Status ReadRunFlags(const std::vector<char*>& rest,
   o->replicas = absl::GetFlag(FLAGS_replicas);
   o->workers = absl::GetFlag(FLAGS_workers);
   o->loader = absl::GetFlag(FLAGS_loader);
+  o->overlap = absl::GetFlag(FLAGS_overlap);
   o->run_dir = absl::GetFlag(FLAGS_run_dir);
   o->job = absl::GetFlag(FLAGS_job);
   o->cluster = absl::GetFlag(FLAGS_cluster);
@@ -137,11 +142,12 @@ worker::PlacementOptions PlacementFromFlags() {
 void PrintResult(const shardps::RunSummary& s, const std::string& run_dir) {
   absl::FPrintF(
       stderr,
-      "shardps-launch: %s: servers %d workers %d loader %s | init %.2f s | "
+      "shardps-launch: %s: servers %d workers %d loader %s overlap %s | "
+      "init %.2f s | "
       "train %.2f s | %.0f samples/s | epoch %.2f s | test accuracy %.4f "
       "(final model) | %.0f KiB/step | CPU %.0f%% | %s/summary.json\n",
       s.ok() ? "done" : "FAILED", s.servers(), s.workers(), s.loader(),
-      s.init_seconds(), s.train_seconds(), s.samples_per_second(),
+      s.overlap(), s.init_seconds(), s.train_seconds(), s.samples_per_second(),
       s.epoch_seconds(), s.final_test_accuracy(), s.bytes_per_step() / 1024,
       100 * s.cpu_utilisation(), run_dir);
 }

@@ -29,6 +29,10 @@ absl::Status CheckLaunchOptions(const LaunchOptions& options) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--loader=", options.loader, " is not sequential or parallel"));
   }
+  if (options.overlap != "none" && options.overlap != "layer") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--overlap=", options.overlap, " is not none or layer"));
+  }
   return absl::OkStatus();
 }
 

@@ -253,7 +253,9 @@ class Run {
             : absl::StrCat("--server_addrs=", absl::StrJoin(addrs_, ",")),
         absl::StrCat("--world=", o_.workers),
         absl::StrCat("--loader=", o_.loader),
-        absl::StrCat("--run_dir=", o_.run_dir), absl::StrCat("--job=", o_.job)};
+        absl::StrCat("--overlap=", o_.overlap),
+        absl::StrCat("--run_dir=", o_.run_dir),
+        absl::StrCat("--job=", o_.job)};
     if (replicas_ != nullptr) {
       args.push_back(absl::StrCat("--num_servers=", o_.servers));
     }
@@ -442,6 +444,7 @@ class Run {
     summary_.set_servers(o_.servers);
     summary_.set_workers(o_.workers);
     summary_.set_loader(o_.loader);
+    summary_.set_overlap(o_.overlap);
     summary_.set_cores(static_cast<int>(std::thread::hardware_concurrency()));
     for (const auto& [k, v] : o_.links) (*summary_.mutable_links())[k] = v;
     for (const std::string& a : o_.worker_args) summary_.add_worker_args(a);

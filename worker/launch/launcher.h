@@ -33,12 +33,15 @@ struct LaunchOptions {
   int replicas = 1;
   int workers = 1;
   std::string loader = "parallel";
+  // Every worker's --overlap: none (the baseline) or layer.
+  std::string overlap = "none";
   std::string run_dir;
   std::string job = "launch";
   std::string cluster = "local";  // recorded in the summary
   std::string data;               // passed to workers as --data when set
   // Worker flags from the command line; the launcher's own (--server_addrs,
-  // --rank, --world, --loader, --run_dir, --job, --data) follow and win.
+  // --rank, --world, --loader, --overlap, --run_dir, --job, --data) follow
+  // and win.
   std::vector<std::string> worker_args;
   std::vector<std::string> server_args;
   // The job's token file, given to every server and worker

@@ -13,6 +13,7 @@
 #include "ps/obs/progress_line.h"
 #include "worker/train/evaluation.h"
 #include "worker/train/inputs.h"
+#include "worker/train/layer_exchange.h"
 #include "worker/train/position.h"
 #include "worker/train/step_log.h"
 #include "worker/train/training_config.h"
@@ -58,15 +59,18 @@ ps::TableOptions ModelTable(const TrainerOptions& options,
   return table;
 }
 
-// One step's batch and times, as the step's phases record them.
+// One step's batch and times, as the step's phases record them. With
+// --overlap=layer, `waited` is the part of [pulled, computed) that forward
+// spent waiting for layers' parameters: counted as pulling.
 struct StepRecord {
   int epoch = 0;
   const loader::Batch* batch = nullptr;
   float loss = 0;
   absl::Time start, got_batch, pulled, computed, pushed;
+  absl::Duration waited;
   StepTimes times() const {
-    return {got_batch - start, pulled - got_batch, computed - pulled,
-            pushed - computed};
+    return {got_batch - start, pulled - got_batch + waited,
+            computed - pulled - waited, pushed - computed};
   }
 };
 
@@ -108,6 +112,10 @@ class Trainer {
       eval_ws_.emplace(net.MakeWorkspace(net.EvaluationBatch()));
     }
     if (emulate()) std::fill(grad_.begin(), grad_.end(), 0.0f);
+    if (o_.overlap == "layer") {
+      exchange_ = std::make_unique<LayerExchange>(
+          client_, o_.table, net, params_.data(), grad_.data(), o_.tracer);
+    }
     steps_per_epoch_ = StepsPerEpoch(o_, *in_);
     const uint64_t all = steps_per_epoch_ * o_.epochs;
     total_steps_ = o_.max_steps > 0 ? std::min(o_.max_steps, all) : all;
@@ -147,6 +155,7 @@ class Trainer {
     summary_.set_consistency(ConsistencyFlag(o_.consistency));
     summary_.set_compression(o_.compression);
     summary_.set_lr_schedule(o_.lr_schedule);
+    summary_.set_overlap(o_.overlap);
     summary_.set_model(o_.model);
     summary_.set_model_params(static_cast<uint32_t>(in_->net.num_params()));
     summary_.set_last_lr_scale(1);
@@ -213,24 +222,56 @@ class Trainer {
     r.batch = *batch;
     r.got_batch = absl::Now();
     if (summary_.steps() == first_step_) RecordInit(r.got_batch);
+    const float lr_scale = LearningRateScale();
+    if (absl::Status s = exchange_ != nullptr ? ExchangeByLayer(&r, lr_scale)
+                                              : PullComputePush(&r, lr_scale);
+        !s.ok()) {
+      return s;
+    }
+    summary_.set_last_lr_scale(lr_scale);
+    if (absl::Status s = Record(r, position + 1); !s.ok()) return s;
+    return true;
+  }
+
+  // --overlap=none: the whole model's pull, forward/backward, the whole
+  // gradient's push.
+  absl::Status PullComputePush(StepRecord* r, float lr_scale) {
     if (absl::Status s = client_.Pull(o_.table, 0, params_.size(),
                                       params_.data(), summary_.steps());
         !s.ok()) {
       return s;
     }
-    r.pulled = absl::Now();
-    r.loss = Compute(*r.batch);
-    r.computed = absl::Now();
-    const float lr_scale = LearningRateScale();
+    r->pulled = absl::Now();
+    r->loss = Compute(*r->batch);
+    r->computed = absl::Now();
     if (absl::Status s = client_.Push(o_.table, 0, grad_.size(), grad_.data(),
                                       summary_.steps(), lr_scale);
         !s.ok()) {
       return s;
     }
-    summary_.set_last_lr_scale(lr_scale);
-    r.pushed = absl::Now();
-    if (absl::Status s = Record(r, position + 1); !s.ok()) return s;
-    return true;
+    r->pushed = absl::Now();
+    return absl::OkStatus();
+  }
+
+  // --overlap=layer: the first step of this process pulls the whole model;
+  // after it, each step's exchanges bring the next step's parameters.
+  absl::Status ExchangeByLayer(StepRecord* r, float lr_scale) {
+    if (summary_.steps() == first_step_) {
+      if (absl::Status s = client_.Pull(o_.table, 0, params_.size(),
+                                        params_.data(), summary_.steps());
+          !s.ok()) {
+        return s;
+      }
+    }
+    r->pulled = absl::Now();
+    exchange_->BeginStep(summary_.steps(), lr_scale);
+    r->loss = in_->net.TrainStep(params_.data(), r->batch->features.data(),
+                                 r->batch->labels.data(), r->batch->size,
+                                 grad_.data(), &*ws_, exchange_.get());
+    r->computed = absl::Now();
+    r->waited = exchange_->TakeWaited();
+    r->pushed = r->computed;  // the exchanges go on during the next step
+    return exchange_->status();
   }
 
   float Compute(const loader::Batch& batch) {
@@ -302,7 +343,12 @@ class Trainer {
     return absl::OkStatus();
   }
 
+  // After the step's pushes: with --overlap=layer, once its exchanges
+  // ended.
   absl::Status SavePosition(int epoch, uint64_t epoch_step) {
+    if (exchange_ != nullptr) {
+      if (absl::Status s = exchange_->Drain(); !s.ok()) return s;
+    }
     return position_->Save(epoch, epoch_step, summary_.steps(),
                            summary_.samples());
   }
@@ -375,6 +421,8 @@ class Trainer {
   ps::ProgressLine progress_;  // rewritten in place on a terminal
   std::unique_ptr<Inputs> in_;
   std::vector<float> params_, grad_;
+  // After params_ and grad_, which its threads use until it is destroyed.
+  std::unique_ptr<LayerExchange> exchange_;
   std::optional<model::Network::Workspace> ws_, eval_ws_;
   std::optional<Position> position_;
   std::unique_ptr<StepLog> step_log_;

@@ -64,6 +64,11 @@ struct TrainerOptions {
   // milliseconds and a zero gradient is pushed. Pulls and pushes still move
   // every parameter byte; the summary records that this was used.
   double emulate_compute_ms = 0;
+  // "none": pull, forward/backward, push, one after another (the
+  // baseline). "layer": each layer's gradient is exchanged for its fresh
+  // parameters (PushPull) as soon as backward has it, and forward waits for
+  // a layer's only when it reaches it (worker/train/layer_exchange.h).
+  std::string overlap = "none";
   // The worker's own checkpoint (RUN_DIR/worker-RANK.checkpoint.json,
   // proto/summary.proto WorkerCheckpoint) is written every this many steps
   // and at every epoch's end, after the step's push; 0: epoch ends only.

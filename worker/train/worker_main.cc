@@ -125,6 +125,11 @@ ABSL_FLAG(int, metrics_port, -1,
           "metrics endpoint.");
 ABSL_FLAG(std::string, metrics_host, "0.0.0.0",
           "Address the metrics endpoint listens on.");
+ABSL_FLAG(std::string, overlap, "none",
+          "none: each step pulls the model, computes, then pushes the "
+          "gradient (the baseline); layer: each layer's gradient goes with "
+          "PushPull as soon as backward has it, and the next step's forward "
+          "waits only for the layer it reaches (wait-free backpropagation).");
 ABSL_FLAG(double, emulate_compute_ms, 0,
           "EMULATION for cluster experiments: replace each step's "
           "forward/backward with a wait of this many ms and push a zero "
@@ -226,6 +231,15 @@ absl::Status CheckTrainer(const worker::TrainerOptions& to) {
     return absl::InvalidArgumentError(
         "--emulate_compute_ms must be >= 0 (0: real compute)");
   }
+  if (to.overlap != "none" && to.overlap != "layer") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--overlap=", to.overlap, ": expected none or layer"));
+  }
+  if (to.overlap == "layer" && to.emulate_compute_ms > 0) {
+    return absl::InvalidArgumentError(
+        "--overlap=layer needs a real backward to overlap with: it does not "
+        "combine with --emulate_compute_ms");
+  }
   if (to.resume && to.consistency.mode() != shardps::CONSISTENCY_ASYNC) {
     return absl::InvalidArgumentError(
         "--resume works with --consistency=async only: under a barrier the "
@@ -253,6 +267,7 @@ absl::StatusOr<worker::TrainerOptions> TrainerOptionsFromFlags(
   to.progress_every = absl::GetFlag(FLAGS_progress_every);
   to.max_steps = absl::GetFlag(FLAGS_max_steps);
   to.emulate_compute_ms = absl::GetFlag(FLAGS_emulate_compute_ms);
+  to.overlap = absl::GetFlag(FLAGS_overlap);
   to.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every_steps);
   to.resume = absl::GetFlag(FLAGS_resume);
   if (absl::Status s = CheckTrainer(to); !s.ok()) return s;

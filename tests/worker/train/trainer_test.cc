@@ -5,9 +5,11 @@
 #include "worker/train/trainer.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_split.h"
@@ -32,9 +34,10 @@ class TrainerTest : public testing::Test {
     ASSERT_EQ(servers_.size(), 2u);
   }
 
-  std::unique_ptr<ps::Client> Connect() {
+  std::unique_ptr<ps::Client> Connect(uint32_t worker = 0) {
     ps::ClientOptions co;
     co.server_addrs = addrs_;
+    co.worker = worker;
     co.job = "test";
     absl::StatusOr<std::unique_ptr<ps::Client>> c = ps::Client::Connect(co);
     EXPECT_TRUE(c.ok()) << c.status();
@@ -190,6 +193,97 @@ TEST_F(TrainerTest, AConvolutionalModelTrainsOnTheServers) {
       << s->ShortDebugString();
   EXPECT_GE(s->test_accuracy(),
             testutil::LearnedAccuracy(tmp_.path() + "/data"));
+}
+
+// The model table `table` of `o` as the servers hold it now.
+std::vector<float> ModelOnServers(ps::Client& client, const TrainerOptions& o,
+                                  uint64_t params) {
+  std::vector<float> values(params);
+  EXPECT_TRUE(client.Pull(o.table, 0, params, values.data()).ok());
+  return values;
+}
+
+TEST_F(TrainerTest, OverlappedLayersTrainTheSameModelAsTheBaseline) {
+  // One worker, async: a layer's exchange brings exactly what the whole
+  // model's pull would, so both loops make the same updates, bit for bit.
+  TrainerOptions o = Options();
+  o.model = "cnn:4x4x1-c4k2-p1-f8-3";
+  o.world = 1;
+  o.epochs = 2;
+  o.checkpoint_every = 7;  // drains the exchanges now and then
+  std::unique_ptr<ps::Client> client = Connect();
+  std::vector<std::vector<float>> models;
+  std::vector<shardps::WorkerSummary> summaries;
+  for (const char* overlap : {"none", "layer"}) {
+    o.overlap = overlap;
+    o.table = std::string("model-") + overlap;
+    o.run_dir = tmp_.path() + "/" + overlap;
+    ASSERT_EQ(mkdir(o.run_dir.c_str(), 0755), 0);
+    absl::StatusOr<shardps::WorkerSummary> s = Train(*client, o, absl::Now());
+    ASSERT_TRUE(s.ok()) << overlap << ": " << s.status();
+    summaries.push_back(*s);
+    models.push_back(ModelOnServers(*client, o, s->model_params()));
+  }
+  EXPECT_EQ(summaries[1].overlap(), "layer");
+  EXPECT_EQ(summaries[1].steps(), 2 * 57u);
+  EXPECT_EQ(summaries[1].steps(), summaries[0].steps());
+  EXPECT_EQ(summaries[1].first_epoch_loss(), summaries[0].first_epoch_loss());
+  EXPECT_EQ(summaries[1].last_epoch_loss(), summaries[0].last_epoch_loss());
+  EXPECT_EQ(summaries[1].test_accuracy(), summaries[0].test_accuracy());
+  EXPECT_EQ(models[1], models[0]);
+  // Two layers with parameters: two PushPulls per step and server, and no
+  // Push. The server with the small first layer's keys gets its calls too.
+  absl::StatusOr<std::vector<shardps::StatsResponse>> stats = client->Stats();
+  ASSERT_TRUE(stats.ok());
+  uint64_t push_pulls = 0, pushes = 0;
+  for (const shardps::StatsResponse& server : *stats) {
+    push_pulls += server.push_pull_requests();
+    pushes += server.push_requests();
+  }
+  EXPECT_EQ(pushes, 2 * 57u * 2);  // the baseline's, one per server
+  EXPECT_GE(push_pulls, 2 * 57u * 2);
+}
+
+TEST_F(TrainerTest, OverlappedLayersUnderSyncMatchTheBaseline) {
+  // Two workers under BSP: every clock applies the average of both
+  // gradients, which each worker then reads, with or without overlap.
+  std::vector<std::vector<float>> models;
+  for (const char* overlap : {"none", "layer"}) {
+    std::vector<std::thread> workers;
+    for (int rank = 0; rank < 2; ++rank) {
+      workers.emplace_back([&, rank] {
+        TrainerOptions o = Options();
+        o.model = "cnn:4x4x1-c4k2-f8-3";
+        o.rank = rank;
+        o.max_steps = 20;
+        o.consistency.set_mode(shardps::CONSISTENCY_SYNC);
+        o.consistency.set_num_workers(2);
+        o.consistency.set_straggler_timeout_seconds(30);
+        o.overlap = overlap;
+        o.table = std::string("sync-") + overlap;
+        o.run_dir = tmp_.path() + "/sync-" + overlap + std::to_string(rank);
+        ASSERT_EQ(mkdir(o.run_dir.c_str(), 0755), 0);
+        std::unique_ptr<ps::Client> client = Connect(rank);
+        absl::StatusOr<shardps::WorkerSummary> s =
+            Train(*client, o, absl::Now());
+        ASSERT_TRUE(s.ok())
+            << overlap << " rank " << rank << ": " << s.status();
+        EXPECT_EQ(s->steps(), 20u);
+      });
+    }
+    for (std::thread& t : workers) t.join();
+    TrainerOptions o = Options();
+    o.table = std::string("sync-") + overlap;
+    std::unique_ptr<ps::Client> client = Connect();
+    ASSERT_TRUE(
+        client
+            ->OpenTable({o.table, 4u * 4 + 4 + 36u * 8 + 8 + 8u * 3 + 3},
+                        absl::Seconds(5))
+            .ok());
+    models.push_back(
+        ModelOnServers(*client, o, 4u * 4 + 4 + 36u * 8 + 8 + 8u * 3 + 3));
+  }
+  EXPECT_EQ(models[1], models[0]);
 }
 
 }  // namespace
