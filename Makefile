@@ -25,8 +25,14 @@ test: build
 # --loader=sequential against the fix --servers=4 --loader=parallel at
 # N = 1, 4, 8), a table and plots in experiments/results/demo/. Needs root
 # for network namespaces (uses sudo otherwise).
+# `make demo REAL=1`: the same A/B with a real model instead of emulated
+# compute (the LeNet-class CNN of model/README.md, batch 64), results in
+# experiments/results/demo-cnn/.
+DEMO_REAL_ARGS = --model=cnn:28x28x1-c32k5-p2-c64k5-p2-f1024-10 \
+    --emulate_compute_ms=0 --batch=64 \
+    --out=$(abspath experiments/results/demo-cnn)
 demo: build
-	/usr/bin/python3 experiments/demo.py
+	/usr/bin/python3 experiments/demo.py $(if $(REAL),$(DEMO_REAL_ARGS))
 
 # The full N x S x loader sweep with the performance model (~40 minutes).
 sweep: build

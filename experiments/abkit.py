@@ -154,14 +154,15 @@ class PushQueueSampler:
 
 
 def run_point(run_dir, servers, workers, loader, data, links, worker_args,
-              cluster="emulated", sample_push_queue=False):
+              cluster="emulated", sample_push_queue=False, overlap="none"):
     """One shardps-launch run; returns its CSV row (ok=0 if it failed).
     sample_push_queue (emulated cluster only): the row's push_queue_bytes
-    is PushQueueSampler's mean for the run."""
+    is PushQueueSampler's mean for the run. overlap: the workers'
+    --overlap (a launcher flag)."""
     cmd = [binary("shardps-launch"), f"--cluster={cluster}",
            f"--servers={servers}", f"--workers={workers}",
-           f"--loader={loader}", f"--run_dir={run_dir}", f"--data={data}",
-           "--progress_s=5"]
+           f"--loader={loader}", f"--overlap={overlap}",
+           f"--run_dir={run_dir}", f"--data={data}", "--progress_s=5"]
     if cluster == "emulated":
         cmd += [f"--{k}_link={v}" for k, v in links.items()]
     cmd += ["--"] + worker_args

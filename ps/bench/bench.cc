@@ -39,16 +39,34 @@ struct ThreadCalls {
   absl::Status error;
 };
 
+// What a phase's calls do with the whole table: push a gradient, pull the
+// values, or both in one PushPull (a worker's step in one round trip).
+enum class Phase { kPush, kPull, kPushPull };
+
+absl::Status CallOnce(Client& client, uint64_t params, Phase phase,
+                      const std::vector<float>& grad,
+                      std::vector<float>* values) {
+  switch (phase) {
+    case Phase::kPush:
+      return client.Push("bench", 0, params, grad.data());
+    case Phase::kPull:
+      return client.Pull("bench", 0, params, values->data());
+    case Phase::kPushPull:
+      return client.PushPull("bench", 0, params, grad.data(), values->data());
+  }
+  return absl::InternalError("unknown phase");
+}
+
 void CallUntil(Client& client, uint64_t params, absl::Duration length,
-               bool push, absl::Barrier& start, ThreadCalls* out) {
-  std::vector<float> buffer(params, push ? 1e-6f : 0.0f);
+               Phase phase, absl::Barrier& start, ThreadCalls* out) {
+  const std::vector<float> grad(params, 1e-6f);
+  std::vector<float> values(params);
   out->latencies_ms.reserve(1 << 16);
   start.Block();
   const absl::Time stop = absl::Now() + length;
   while (absl::Now() < stop) {
     const absl::Time t0 = absl::Now();
-    absl::Status s = push ? client.Push("bench", 0, params, buffer.data())
-                          : client.Pull("bench", 0, params, buffer.data());
+    absl::Status s = CallOnce(client, params, phase, grad, &values);
     if (!s.ok()) {
       out->error = s;
       return;
@@ -61,14 +79,14 @@ void CallUntil(Client& client, uint64_t params, absl::Duration length,
 // report the latency of every call; a failed call ends the run with its
 // error.
 absl::StatusOr<PhaseResult> RunPhase(Clients& clients, uint64_t params,
-                                     absl::Duration length, bool push) {
+                                     absl::Duration length, Phase phase) {
   const int n = static_cast<int>(clients.size());
   std::vector<ThreadCalls> calls(n);
   absl::Barrier start(n + 1);
   std::vector<std::thread> threads;
   for (int w = 0; w < n; ++w) {
-    threads.emplace_back(CallUntil, std::ref(*clients[w]), params, length, push,
-                         std::ref(start), &calls[w]);
+    threads.emplace_back(CallUntil, std::ref(*clients[w]), params, length,
+                         phase, std::ref(start), &calls[w]);
   }
   start.Block();
   const absl::Time begin = absl::Now();
@@ -202,7 +220,7 @@ uint64_t WireBytes(const Clients& clients, bool push) {
 }
 
 struct Measured {
-  PhaseResult push, pull;
+  PhaseResult push, pull, push_pull;
   double push_wire_mbps = 0, pull_wire_mbps = 0;
 };
 
@@ -210,21 +228,27 @@ absl::StatusOr<Measured> Measure(Clients& clients,
                                  const BenchOptions& options) {
   // Warm up connections, flow-control windows and buffer pools.
   const absl::Duration warmup = std::min(absl::Seconds(1), options.length / 5);
-  for (bool push : {true, false}) {
-    if (auto r = RunPhase(clients, options.params, warmup, push); !r.ok()) {
+  const Phase phases[] = {Phase::kPush, Phase::kPull, Phase::kPushPull};
+  for (Phase phase : phases) {
+    if (auto r = RunPhase(clients, options.params, warmup, phase); !r.ok()) {
       return r.status();
     }
   }
   Measured m;
   const double seconds = absl::ToDoubleSeconds(options.length);
-  for (bool push : {true, false}) {
+  for (Phase phase : phases) {
+    const bool push = phase == Phase::kPush;
     const uint64_t before = WireBytes(clients, push);
     absl::StatusOr<PhaseResult> r =
-        RunPhase(clients, options.params, options.length, push);
+        RunPhase(clients, options.params, options.length, phase);
     if (!r.ok()) return r.status();
     const double wire = (WireBytes(clients, push) - before) / seconds / 1e6;
-    (push ? m.push : m.pull) = *r;
-    (push ? m.push_wire_mbps : m.pull_wire_mbps) = wire;
+    if (phase == Phase::kPushPull) {
+      m.push_pull = *r;
+    } else {
+      (push ? m.push : m.pull) = *r;
+      (push ? m.push_wire_mbps : m.pull_wire_mbps) = wire;
+    }
   }
   return m;
 }
@@ -240,10 +264,12 @@ void Print(const BenchOptions& o, int servers, const ClientOptions& client,
         "\"compression\":\"%s\",\"push_chunk_kb\":%d,\"pull_chunk_kb\":%d,"
         "\"push_MBps\":%.1f,\"pull_MBps\":%.1f,\"push_wire_MBps\":%.1f,"
         "\"pull_wire_MBps\":%.1f,\"push_p50_ms\":%.3f,\"push_p99_ms\":%.3f,"
-        "\"pull_p50_ms\":%.3f,\"pull_p99_ms\":%.3f}\n",
+        "\"pull_p50_ms\":%.3f,\"pull_p99_ms\":%.3f,\"push_pull_MBps\":%.1f,"
+        "\"push_pull_p50_ms\":%.3f,\"push_pull_p99_ms\":%.3f}\n",
         servers, o.replicas, o.workers, o.params, o.compression, push_kb,
         pull_kb, m.push.mbps, m.pull.mbps, m.push_wire_mbps, m.pull_wire_mbps,
-        m.push.p50_ms, m.push.p99_ms, m.pull.p50_ms, m.pull.p99_ms);
+        m.push.p50_ms, m.push.p99_ms, m.pull.p50_ms, m.pull.p99_ms,
+        m.push_pull.mbps, m.push_pull.p50_ms, m.push_pull.p99_ms);
     return;
   }
   absl::PrintF(
@@ -251,10 +277,12 @@ void Print(const BenchOptions& o, int servers, const ClientOptions& client,
       "chunks push=%d pull=%d KiB (MB/s of float32 parameters; on the wire "
       "in brackets)\n"
       "  push %8.1f MB/s (%.1f)  p50 %.3f ms  p99 %.3f ms\n"
-      "  pull %8.1f MB/s (%.1f)  p50 %.3f ms  p99 %.3f ms\n",
+      "  pull %8.1f MB/s (%.1f)  p50 %.3f ms  p99 %.3f ms\n"
+      "  push_pull %8.1f MB/s each way  p50 %.3f ms  p99 %.3f ms\n",
       servers, o.replicas, o.workers, o.params, o.compression, push_kb, pull_kb,
       m.push.mbps, m.push_wire_mbps, m.push.p50_ms, m.push.p99_ms, m.pull.mbps,
-      m.pull_wire_mbps, m.pull.p50_ms, m.pull.p99_ms);
+      m.pull_wire_mbps, m.pull.p50_ms, m.pull.p99_ms, m.push_pull.mbps,
+      m.push_pull.p50_ms, m.push_pull.p99_ms);
 }
 
 }  // namespace

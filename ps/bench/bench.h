@@ -1,9 +1,10 @@
 // The servers' push/pull benchmark behind shardps-bench: `workers` threads,
 // each with a ps::Client of its own (as worker processes would have), move
 // the whole table of `params` floats per call: first every thread pushes
-// for `length`, then every thread pulls for `length`, after a short warm-up
-// of both. Prints MB/s of float32 parameters (and on the wire) and the
-// calls' p50/p99 latency, one line or one JSON line.
+// for `length`, then every thread pulls for `length`, then every thread
+// makes PushPulls (a step's push and pull in one round trip) for `length`,
+// after a short warm-up of each. Prints MB/s of float32 parameters (and on
+// the wire) and the calls' p50/p99 latency, one line or one JSON line.
 //
 // Thread-safety: call from one thread (the spawned servers belong to it).
 #ifndef SHARDPS_PS_BENCH_BENCH_H_

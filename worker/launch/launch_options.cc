@@ -1,7 +1,31 @@
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "worker/launch/launcher.h"
 
 namespace worker {
+namespace {
+
+// INVALID_ARGUMENT when a worker flag after -- is one the launcher gives
+// every worker itself, which would silently win over it.
+absl::Status CheckWorkerArgs(const LaunchOptions& options) {
+  std::vector<std::string> owned = {"server_addrs", "etcd",    "num_servers",
+                                    "rank",         "world",   "loader",
+                                    "overlap",      "run_dir", "job"};
+  if (!options.data.empty()) owned.push_back("data");
+  if (!options.auth_token_file.empty()) owned.push_back("auth_token_file");
+  for (const std::string& arg : options.worker_args) {
+    for (const std::string& flag : owned) {
+      if (arg == "--" + flag || absl::StartsWith(arg, "--" + flag + "=")) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "worker flag ", arg, " after -- is the launcher's own: give --",
+            flag, " before -- (the launcher passes it to every worker)"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::Status CheckLaunchOptions(const LaunchOptions& options) {
   if (options.servers < 1 || options.workers < 1) {
@@ -33,6 +57,7 @@ absl::Status CheckLaunchOptions(const LaunchOptions& options) {
     return absl::InvalidArgumentError(
         absl::StrCat("--overlap=", options.overlap, " is not none or layer"));
   }
+  if (absl::Status s = CheckWorkerArgs(options); !s.ok()) return s;
   return absl::OkStatus();
 }
 

@@ -100,6 +100,45 @@ TEST_F(LauncherTest, LocalRunWritesACompleteSummary) {
   testutil::ExpectNoProcessLeft(sum);
 }
 
+TEST_F(LauncherTest, OverlapReachesEveryWorkerOnlyAsTheLaunchersFlag) {
+  const std::string run = dir_ + "/overlap";
+  absl::Status s =
+      Launch({"--servers=2", "--workers=2", "--overlap=layer",
+              "--run_dir=" + run, "--data=" + dir_ + "/data", "--",
+              "--model=cnn:4x4x1-c4k2-f8-3", "--batch=32", "--epochs=3"});
+  ASSERT_TRUE(s.ok()) << s << testutil::ReadFile(dir_ + "/launch.log");
+  const shardps::RunSummary sum = testutil::ReadRunSummary(run);
+  EXPECT_TRUE(sum.ok()) << sum.error();
+  EXPECT_EQ(sum.overlap(), "layer");
+  ASSERT_EQ(sum.per_worker_size(), 2);
+  for (const shardps::WorkerSummary& w : sum.per_worker()) {
+    EXPECT_EQ(w.overlap(), "layer");
+  }
+  EXPECT_GE(sum.final_test_accuracy(),
+            testutil::LearnedAccuracy(dir_ + "/data"));
+  // The steps went as PushPulls, to both servers, and none as a Push.
+  ASSERT_EQ(sum.per_server_size(), 2);
+  for (const shardps::ServerSummary& server : sum.per_server()) {
+    uint64_t push_pulls = 0, pushes = 0;
+    for (const shardps::MethodStats& m : server.methods()) {
+      if (m.method() == "PushPull") push_pulls = m.requests();
+      if (m.method() == "Push") pushes = m.requests();
+    }
+    EXPECT_GT(push_pulls, 0u) << server.address();
+    EXPECT_EQ(pushes, 0u) << server.address();
+  }
+  // After --, where the launcher's own --overlap=none would silently win,
+  // it is refused by name.
+  s = Launch({"--servers=1", "--workers=1", "--run_dir=" + dir_ + "/refused",
+              "--data=" + dir_ + "/data", "--", "--overlap=layer"});
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(testutil::ReadFile(dir_ + "/launch.log")
+                .find("worker flag --overlap=layer after -- is the "
+                      "launcher's own: give --overlap before --"),
+            std::string::npos)
+      << testutil::ReadFile(dir_ + "/launch.log");
+}
+
 TEST_F(LauncherTest, AReplicatedRunTrainsThroughThePrimaries) {
   if (!testutil::HaveEtcd()) {
     GTEST_SKIP() << testutil::kEtcd
