@@ -26,10 +26,11 @@ test: build
 # N = 1, 4, 8), a table and plots in experiments/results/demo/. Needs root
 # for network namespaces (uses sudo otherwise).
 # `make demo REAL=1`: the same A/B with a real model instead of emulated
-# compute (the LeNet-class CNN of model/README.md, batch 64), results in
-# experiments/results/demo-cnn/.
+# compute (the LeNet-class CNN of model/README.md, batch 64, Adam: plain
+# SGD at rate 0.1 diverges on the synthetic data with 4 async workers),
+# results in experiments/results/demo-cnn/.
 DEMO_REAL_ARGS = --model=cnn:28x28x1-c32k5-p2-c64k5-p2-f1024-10 \
-    --emulate_compute_ms=0 --batch=64 \
+    --emulate_compute_ms=0 --batch=64 --optimizer=adam \
     --out=$(abspath experiments/results/demo-cnn)
 demo: build
 	/usr/bin/python3 experiments/demo.py $(if $(REAL),$(DEMO_REAL_ARGS))

@@ -291,6 +291,8 @@ def add_run_flags(ap, out_default):
                     help="steps per worker (--max_steps)")
     ap.add_argument("--emulate_compute_ms", type=float, default=100,
                     help="EMULATED compute per step (0: real forward/backward)")
+    ap.add_argument("--optimizer", default="",
+                    help="the workers' --optimizer (default: theirs, sgd)")
     # Low enough that 16 workers and 8 servers stay far below what two
     # cores can move through gRPC: the links are the bottleneck studied.
     ap.add_argument("--server_link", default="100mbit")
@@ -318,6 +320,8 @@ def run_grid(points, args):
                    f"--max_steps={args.steps}", "--epochs=1000",
                    f"--emulate_compute_ms={args.emulate_compute_ms}",
                    "--progress_every=0"]
+    if args.optimizer:
+        worker_args.append(f"--optimizer={args.optimizer}")
     rows = []
     for i, (s, n, lo) in enumerate(points):
         run_dir = os.path.join(args.out, "runs", f"s{s}-n{n}-{lo}")
