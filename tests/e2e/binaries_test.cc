@@ -169,10 +169,12 @@ TEST_F(BinariesTest, BenchPrintsOneJsonLineWithEveryFigure) {
       R"("push_MBps":([0-9.]+),"pull_MBps":([0-9.]+),)"
       R"("push_wire_MBps":([0-9.]+),"pull_wire_MBps":([0-9.]+),)"
       R"("push_p50_ms":([0-9.]+),"push_p99_ms":([0-9.]+),)"
-      R"("pull_p50_ms":([0-9.]+),"pull_p99_ms":([0-9.]+)\})");
+      R"("pull_p50_ms":([0-9.]+),"pull_p99_ms":([0-9.]+),)"
+      R"("push_pull_MBps":([0-9.]+),"push_pull_p50_ms":([0-9.]+),)"
+      R"("push_pull_p99_ms":([0-9.]+)\})");
   std::smatch m;
   ASSERT_TRUE(std::regex_search(out, m, line)) << out;
-  for (int i = 1; i <= 8; ++i) EXPECT_GT(std::stod(m[i]), 0) << m[0];
+  for (int i = 1; i <= 11; ++i) EXPECT_GT(std::stod(m[i]), 0) << m[0];
   // fp16 moves half the bytes of the float32 parameters it carries.
   EXPECT_LT(std::stod(m[3]), 0.6 * std::stod(m[1])) << m[0];
   EXPECT_LT(std::stod(m[4]), 0.6 * std::stod(m[2])) << m[0];
