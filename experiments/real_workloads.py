@@ -85,13 +85,13 @@ def accuracy(args):
            "train_seconds"], rows, lines)
 
 
-def bench(cmd):
-    """samples_per_s of the one JSON line `cmd` prints."""
+def bench(cmd, key="samples_per_s"):
+    """`key` of the JSON line `cmd` prints last."""
     out = subprocess.run(cmd, check=True, capture_output=True, text=True)
     lines = out.stdout.strip().splitlines()
     if not lines:
         sys.exit(f"{cmd[0]} printed nothing: {out.stderr.strip()}")
-    return json.loads(lines[-1])["samples_per_s"]
+    return json.loads(lines[-1])[key]
 
 
 def speed(args):
@@ -130,19 +130,13 @@ def step(args):
     for params in (1000000, 10000000):
         ours, theirs = [], []
         for _ in range(args.rounds):
-            out = subprocess.run(
+            ours.append(bench(
                 [abkit.binary("shardps-bench"), "--spawn_servers=1",
                  "--workers=1", f"--params={params}",
-                 f"--seconds={args.seconds}", "--json"],
-                check=True, capture_output=True, text=True).stdout
-            ours.append(json.loads(out.strip().splitlines()[-1])[
-                "push_pull_p50_ms"])
-            out = subprocess.run(
+                 f"--seconds={args.seconds}", "--json"], "push_pull_p50_ms"))
+            theirs.append(bench(
                 ["/usr/bin/python3", peer, "--params", str(params),
-                 "--seconds", str(args.seconds)],
-                check=True, capture_output=True, text=True).stdout
-            theirs.append(json.loads(out.strip().splitlines()[-1])[
-                "step_p50_ms"])
+                 "--seconds", str(args.seconds)], "step_p50_ms"))
         a, b = statistics.median(ours), statistics.median(theirs)
         rows += [[params, "shardps", x] for x in ours]
         rows += [[params, "torch_rpc", x] for x in theirs]

@@ -29,6 +29,16 @@ inline ps::TableOptions ConstantTable(uint64_t params, float value) {
   return t;
 }
 
+// Calls of `method` ("Push", "PushPull", ...) a server answered, from its
+// Stats.
+inline uint64_t Calls(const shardps::StatsResponse& stats,
+                      const std::string& method) {
+  for (const shardps::MethodStats& m : stats.methods()) {
+    if (m.method() == method) return m.requests();
+  }
+  return 0;
+}
+
 // `n` servers of `job` in this process on free loopback ports; their
 // addresses go to *addrs. Empty (and a test failure) if one does not start.
 inline std::vector<std::unique_ptr<ps::Server>> StartLocalServers(

@@ -233,14 +233,16 @@ class Trainer {
     return true;
   }
 
+  // The whole model at this step's clock.
+  absl::Status PullAll() {
+    return client_.Pull(o_.table, 0, params_.size(), params_.data(),
+                        summary_.steps());
+  }
+
   // --overlap=none: the whole model's pull, forward/backward, the whole
   // gradient's push.
   absl::Status PullComputePush(StepRecord* r, float lr_scale) {
-    if (absl::Status s = client_.Pull(o_.table, 0, params_.size(),
-                                      params_.data(), summary_.steps());
-        !s.ok()) {
-      return s;
-    }
+    if (absl::Status s = PullAll(); !s.ok()) return s;
     r->pulled = absl::Now();
     r->loss = Compute(*r->batch);
     r->computed = absl::Now();
@@ -257,11 +259,7 @@ class Trainer {
   // after it, each step's exchanges bring the next step's parameters.
   absl::Status ExchangeByLayer(StepRecord* r, float lr_scale) {
     if (summary_.steps() == first_step_) {
-      if (absl::Status s = client_.Pull(o_.table, 0, params_.size(),
-                                        params_.data(), summary_.steps());
-          !s.ok()) {
-        return s;
-      }
+      if (absl::Status s = PullAll(); !s.ok()) return s;
     }
     r->pulled = absl::Now();
     exchange_->BeginStep(summary_.steps(), lr_scale);

@@ -14,12 +14,7 @@
 namespace ps {
 namespace {
 
-uint64_t Calls(const shardps::StatsResponse& stats, const std::string& method) {
-  for (const shardps::MethodStats& m : stats.methods()) {
-    if (m.method() == method) return m.requests();
-  }
-  return 0;
-}
+using testutil::Calls;
 
 class ClientTest : public testing::Test {
  protected:

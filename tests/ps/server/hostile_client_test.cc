@@ -78,6 +78,16 @@ shardps::PushRequest PushOf(const std::string& table, uint32_t worker,
   return push;
 }
 
+// PushOf's push as a PushPull: a PushRequest's bytes parse as a
+// PushPullRequest (pull encoding float32), as the proto promises.
+shardps::PushPullRequest PushPullOf(const std::string& table, uint32_t worker,
+                                    uint64_t clock, float g) {
+  shardps::PushPullRequest request;
+  EXPECT_TRUE(request.ParseFromString(
+      PushOf(table, worker, clock, g).SerializeAsString()));
+  return request;
+}
+
 shardps::PullRequest PullOf(const std::string& table, uint32_t worker,
                             uint64_t clock, uint64_t keys = 16) {
   shardps::PullRequest pull;
@@ -324,16 +334,10 @@ TEST_F(HostileClientTest, APushPullFromTheProtoAloneAppliesOnceOrNotAtAll) {
   // encoding of PushPullResponse.
   Start();
   ASSERT_TRUE(Create(SgdSpec("w", 16)).ok());
-  shardps::PushRequest push = PushOf("w", 0, 0, 1.5f);
-  shardps::PushPullRequest request;
-  request.set_job(push.job());
-  request.set_table(push.table());
-  request.set_begin(0);
-  request.set_end(16);
+  shardps::PushPullRequest request = PushPullOf("w", 0, 0, 1.5f);
   request.set_session(5);
   request.set_sequence(1);
   request.set_acked_below(1);
-  request.set_gradient(push.gradient());
   auto call = [&](shardps::PushPullResponse* response) {
     grpc::ClientContext context;
     return stub_->PushPull(&context, request, response);
@@ -463,14 +467,7 @@ TEST_F(HostileClientTest, AWaitingPushPullEndsWithItsCallItsPushKept) {
   ASSERT_TRUE(Create(SyncSpec("pair", 2, shardps::STRAGGLER_FAIL)).ok());
   // Worker 1's PushPull of clock 0 waits for worker 0's push; its client
   // gives up after 0.3 s. Its push stays gathered for the clock.
-  shardps::PushRequest push = PushOf("pair", 1, 0, 2.0f);
-  shardps::PushPullRequest request;
-  request.set_job(push.job());
-  request.set_table("pair");
-  request.set_begin(0);
-  request.set_end(16);
-  request.set_worker(1);
-  request.set_gradient(push.gradient());
+  const shardps::PushPullRequest request = PushPullOf("pair", 1, 0, 2.0f);
   shardps::PushPullResponse response;
   {
     grpc::ClientContext context;
