@@ -14,6 +14,11 @@ namespace model {
 namespace {
 
 constexpr int64_t kEvaluationWorkspaceFloats = int64_t{16} << 20;  // 64 MiB
+// Beyond these a spec is a typo, not a model: a table's keys are counted
+// in 32 bits (proto/summary.proto), and one sample's activations stay
+// within 1 GiB.
+constexpr uint64_t kMaxParams = (uint64_t{1} << 32) - 1;
+constexpr int64_t kMaxSampleFloats = int64_t{1} << 28;
 
 // Softmax cross-entropy of `batch` rows of logits: writes the gradient of
 // the mean loss with respect to the logits, (softmax - onehot) / batch, and
@@ -89,6 +94,12 @@ absl::StatusOr<Network> Network::Create(const ModelSpec& spec,
     }
     at = layer->output_shape();
     net.layers_.push_back(std::move(layer));
+    if (net.layout_.num_params() > kMaxParams || at.size() > kMaxSampleFloats) {
+      return bad(absl::StrCat("layer ", l + 1, " brings it to ",
+                              net.layout_.num_params(), " parameters and ",
+                              at.size(), " outputs per sample (at most ",
+                              kMaxParams, " and ", kMaxSampleFloats, ")"));
+    }
   }
   return net;
 }

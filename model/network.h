@@ -42,8 +42,9 @@ class Network {
  public:
   // Builds `spec` for samples of the spec's own input shape or, when it
   // names none, of `data_input` (the data set's). INVALID_ARGUMENT naming
-  // the spec when neither gives a shape or a kernel or window does not fit
-  // what reaches it.
+  // the spec when neither gives a shape, a kernel or window does not fit
+  // what reaches it, or it needs 2^32 parameters or more or more than 2^28
+  // outputs of one layer per sample.
   static absl::StatusOr<Network> Create(const ModelSpec& spec,
                                         std::optional<Shape> data_input);
   // Parses `spec` and builds it on the input it names (every mlp does).

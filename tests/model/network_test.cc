@@ -79,6 +79,20 @@ TEST(NetworkTest, RefusesAKernelOrWindowLargerThanItsInput) {
   }
 }
 
+TEST(NetworkTest, RefusesASpecTooLargeToBeAModel) {
+  // 2^20 x 2^20 weights, and a 2^40-pixel image: refused before anything
+  // is allocated.
+  for (const char* huge :
+       {"mlp:1048576-1048576-10", "cnn:1048576x1048576x1-c1k1-10"}) {
+    absl::StatusOr<Network> net = Network::FromSpec(huge);
+    ASSERT_FALSE(net.ok()) << huge;
+    EXPECT_EQ(net.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(net.status().message().find(huge), absl::string_view::npos);
+    EXPECT_NE(net.status().message().find("at most"), absl::string_view::npos)
+        << net.status();
+  }
+}
+
 TEST(NetworkTest, InitializationIsSeededAndScaled) {
   Network net = Build("cnn:20x20x1-c50k3-f300-10");
   std::vector<float> a(net.num_params()), b(net.num_params()),
