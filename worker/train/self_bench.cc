@@ -4,10 +4,12 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <memory>
 #include <random>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "loader/loader.h"
@@ -52,6 +54,73 @@ absl::StatusOr<double> PlainReadSeconds(const loader::Dataset& data) {
   return absl::ToDoubleSeconds(absl::Now() - start);
 }
 
+// When, within a step, each parameterised layer first reads its parameters
+// and last writes its gradient: what decides how much communication
+// --overlap=layer can hide (experiments/perfmodel.py). Milliseconds from
+// the step's start, summed over the steps observed.
+class LayerTimes : public model::LayerObserver {
+ public:
+  explicit LayerTimes(const model::Network& net) {
+    for (int l = 0; l < net.num_layers(); ++l) {
+      const model::Layer& layer = net.layer(l);
+      if (!layer.has_params()) continue;
+      index_of_[l] = static_cast<int>(layers_.size());
+      layers_.push_back({layer.params_end() - layer.params_begin(), 0, 0});
+    }
+  }
+
+  // Forgets the steps observed so far (the warm-up's).
+  void Reset() {
+    for (Layer& layer : layers_) layer.forward_at_ms = layer.gradient_at_ms = 0;
+    step_ms_ = 0;
+    steps_ = 0;
+  }
+  void StartStep() { step_start_ = absl::Now(); }
+  void EndStep() {
+    step_ms_ += Since();
+    ++steps_;
+  }
+  void BeforeForward(int layer) override {
+    layers_[index_of_.at(layer)].forward_at_ms += Since();
+  }
+  void AfterBackward(int layer) override {
+    layers_[index_of_.at(layer)].gradient_at_ms += Since();
+  }
+
+  // JSON: the mean step and, per layer in forward order, its parameters
+  // and mean offsets.
+  std::string Json() const {
+    const double n = std::max<uint64_t>(steps_, 1);
+    std::string out =
+        absl::StrFormat("\"step_ms\":%.4f,\"layers\":[", step_ms_ / n);
+    for (size_t i = 0; i < layers_.size(); ++i) {
+      absl::StrAppendFormat(&out,
+                            "%s{\"params\":%d,\"forward_at_ms\":%.4f,"
+                            "\"gradient_at_ms\":%.4f}",
+                            i == 0 ? "" : ",", layers_[i].params,
+                            layers_[i].forward_at_ms / n,
+                            layers_[i].gradient_at_ms / n);
+    }
+    return out + "]";
+  }
+
+ private:
+  struct Layer {
+    uint64_t params;
+    double forward_at_ms;
+    double gradient_at_ms;
+  };
+  double Since() const {
+    return absl::ToDoubleMilliseconds(absl::Now() - step_start_);
+  }
+
+  absl::flat_hash_map<int, int> index_of_;
+  std::vector<Layer> layers_;
+  absl::Time step_start_;
+  double step_ms_ = 0;
+  uint64_t steps_ = 0;
+};
+
 }  // namespace
 
 absl::Status RunModelBench(const ModelBenchOptions& options) {
@@ -67,12 +136,16 @@ absl::Status RunModelBench(const ModelBenchOptions& options) {
   net->Initialize(1, params.data());
   const RandomBatch batch = MakeRandomBatch(*net, options.batch);
   model::Network::Workspace ws = net->MakeWorkspace(options.batch);
+  LayerTimes times(*net);
   auto step = [&] {
+    times.StartStep();
     net->TrainStep(params.data(), batch.x.data(), batch.labels.data(),
-                   options.batch, grad.data(), &ws);
+                   options.batch, grad.data(), &ws, &times);
+    times.EndStep();
     for (size_t i = 0; i < params.size(); ++i) params[i] -= 1e-3f * grad[i];
   };
   for (int i = 0; i < 5; ++i) step();  // warm caches and BLAS buffers
+  times.Reset();
   uint64_t steps = 0;
   const absl::Time start = absl::Now();
   while (absl::Now() < start + options.length) {
@@ -84,8 +157,8 @@ absl::Status RunModelBench(const ModelBenchOptions& options) {
   if (options.json) {
     absl::PrintF(
         "{\"mode\":\"model\",\"model\":\"%s\",\"batch\":%d,"
-        "\"blas_threads\":%d,\"samples_per_s\":%.0f}\n",
-        options.model, options.batch, options.blas_threads, rate);
+        "\"blas_threads\":%d,\"samples_per_s\":%.0f,%s}\n",
+        options.model, options.batch, options.blas_threads, rate, times.Json());
   } else {
     absl::PrintF("%s batch %d, %d BLAS thread(s): %.0f samples/s\n",
                  options.model, options.batch, options.blas_threads, rate);

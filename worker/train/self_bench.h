@@ -25,7 +25,10 @@ struct ModelBenchOptions {
 };
 
 // Forward, backward and the SGD update of the flat parameter vector, for
-// options.length after a warm-up; prints samples per second.
+// options.length after a warm-up; prints samples per second and (JSON) the
+// mean step's compute and, per parameterised layer, its parameters and
+// when in the step it reads them and writes its gradient
+// (forward_at_ms, gradient_at_ms).
 absl::Status RunModelBench(const ModelBenchOptions& options);
 
 struct LoaderBenchOptions {

@@ -7,13 +7,16 @@
 #include <regex>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "util/data.h"
 #include "util/files.h"
 
 namespace worker {
 namespace {
 
-TEST(SelfBenchTest, ModelStepsPrintTheirRate) {
+constexpr char kNumber[] = "([0-9.]+)";
+
+TEST(SelfBenchTest, ModelStepsPrintTheirRateAndLayerProfile) {
   ModelBenchOptions o;
   o.model = "mlp:16-8-3";
   o.batch = 32;
@@ -24,12 +27,29 @@ TEST(SelfBenchTest, ModelStepsPrintTheirRate) {
   const std::string out = testing::internal::GetCapturedStdout();
   ASSERT_TRUE(s.ok()) << s;
   std::smatch m;
+  const std::string layer =
+      absl::StrCat(R"(\{"params":([0-9]+),"forward_at_ms":)", kNumber,
+                   R"(,"gradient_at_ms":)", kNumber, R"(\})");
   ASSERT_TRUE(std::regex_match(
       out, m,
-      std::regex(R"(\{"mode":"model","model":"mlp:16-8-3","batch":32,)"
-                 R"("blas_threads":1,"samples_per_s":([0-9]+)\}\n)")))
+      std::regex(absl::StrCat(
+          R"(\{"mode":"model","model":"mlp:16-8-3","batch":32,)",
+          R"("blas_threads":1,"samples_per_s":([0-9]+),"step_ms":)", kNumber,
+          R"(,"layers":\[)", layer, ",", layer, R"(\]\}\n)"))))
       << out;
   EXPECT_GT(std::stod(m[1]), 1000) << out;  // a tiny model, thousands/s
+  // 16 x 8 + 8 and 8 x 3 + 3 parameters. The first layer reads its own
+  // first and writes its gradient last; everything inside the step.
+  EXPECT_EQ(m[3], "136");
+  EXPECT_EQ(m[6], "27");
+  const double step = std::stod(m[2]);
+  const double forward[] = {std::stod(m[4]), std::stod(m[7])};
+  const double gradient[] = {std::stod(m[5]), std::stod(m[8])};
+  EXPECT_GT(step, 0);
+  EXPECT_LE(forward[0], forward[1]);
+  EXPECT_LT(forward[1], gradient[1]);
+  EXPECT_LE(gradient[1], gradient[0]);
+  EXPECT_LE(gradient[0], step);
   o.batch = 0;
   EXPECT_TRUE(absl::IsInvalidArgument(RunModelBench(o)));
   o.batch = 32;
