@@ -37,6 +37,25 @@ absl::StatusOr<double> ParseRate(absl::string_view rate) {
   return value * scale / 8;
 }
 
+absl::StatusOr<std::vector<LayerTiming>> ParseLayers(absl::string_view text) {
+  std::vector<LayerTiming> layers;
+  for (absl::string_view item : absl::StrSplit(text, ',')) {
+    const std::vector<absl::string_view> parts = absl::StrSplit(item, ':');
+    double params = 0;
+    LayerTiming layer;
+    if (parts.size() != 3 || !absl::SimpleAtod(parts[0], &params) ||
+        !absl::SimpleAtod(parts[1], &layer.forward_at) ||
+        !absl::SimpleAtod(parts[2], &layer.gradient_at)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("layer ", layers.size(), " \"", item,
+                       "\" is not PARAMS:FORWARD_AT:GRADIENT_AT"));
+    }
+    layer.bytes = 4 * params;
+    layers.push_back(layer);
+  }
+  return layers;
+}
+
 absl::StatusOr<Calibration> ParseCalibration(absl::string_view text,
                                              absl::string_view name) {
   Calibration c;

@@ -31,12 +31,29 @@ struct ClusterSpec {
 
 enum class Loader { kSequential, kParallel };
 enum class Consistency { kAsync, kSync };
+// --overlap: a step's pull, compute, push in turn, or each layer's
+// exchange (a PushPull per layer) started as backward writes its gradient
+// and awaited only where forward reaches the layer.
+enum class Overlap { kNone, kLayer };
+
+// One parameterised layer, in forward order (shardps-worker --bench=model
+// measures these): its parameter bytes, and when in a step's compute
+// forward first reads them and backward last writes its gradient, as
+// fractions of compute_seconds.
+struct LayerTiming {
+  double bytes = 0;
+  double forward_at = 0;
+  double gradient_at = 1;
+};
 
 struct JobSpec {
   int workers = 1;
   int servers = 1;
   Loader loader = Loader::kParallel;
   Consistency consistency = Consistency::kAsync;
+  Overlap overlap = Overlap::kNone;
+  std::vector<LayerTiming> layers;  // with kLayer: their bytes add up to
+                                    // param_bytes
   double param_bytes = 0;  // float32 parameters, pulled and pushed a step
   double pull_ratio = 1;   // wire bytes per parameter byte (compression)
   double push_ratio = 1;

@@ -40,6 +40,38 @@ absl::Status AtLeastZero(const char* name, double value) {
       absl::StrCat(name, " must be >= 0, got ", value));
 }
 
+// The layers of an overlapped job: async only (a sync step's answers wait
+// for every worker's push of that layer, which is not simulated), each
+// with bytes, its offsets inside the step, and together the model.
+absl::Status CheckLayers(const JobSpec& job) {
+  if (job.overlap == Overlap::kNone) return absl::OkStatus();
+  if (job.consistency != Consistency::kAsync) {
+    return absl::InvalidArgumentError(
+        "overlap=layer is simulated for async consistency only");
+  }
+  if (job.layers.empty()) {
+    return absl::InvalidArgumentError("overlap=layer needs the model's layers");
+  }
+  double bytes = 0;
+  for (size_t i = 0; i < job.layers.size(); ++i) {
+    const LayerTiming& l = job.layers[i];
+    if (!(l.bytes > 0) || !(l.forward_at >= 0) ||
+        !(l.forward_at <= l.gradient_at) || !(l.gradient_at <= 1)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("layer ", i,
+                       ": needs bytes > 0 and 0 <= forward_at <= gradient_at "
+                       "<= 1, got ",
+                       l.bytes, " bytes, ", l.forward_at, ", ", l.gradient_at));
+    }
+    bytes += l.bytes;
+  }
+  if (std::abs(bytes - job.param_bytes) > 1e-9 * job.param_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the layers have ", bytes, " bytes, param_bytes is ", job.param_bytes));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status CheckSpecs(const ClusterSpec& cluster, const JobSpec& job,
@@ -90,7 +122,7 @@ absl::Status CheckSpecs(const ClusterSpec& cluster, const JobSpec& job,
         std::pair{"queued_push_bytes", calibration.queued_push_bytes}}) {
     if (absl::Status s = AtLeastZero(name, value); !s.ok()) return s;
   }
-  return absl::OkStatus();
+  return CheckLayers(job);
 }
 
 SimResult Summarize(const std::vector<double>& inits,

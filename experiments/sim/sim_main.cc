@@ -7,9 +7,12 @@
 #include <cstdio>
 #include <string>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/flags/reflection.h"
 #include "absl/flags/usage.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -26,7 +29,15 @@ ABSL_FLAG(std::string, consistency, "async", "async or sync.");
 ABSL_FLAG(std::string, compression, "none",
           "Values on the wire: none, fp16, bf16 or onebit (pushes; pulls "
           "float32), as shardps-worker --compression.");
-ABSL_FLAG(double, param_bytes, 1077288, "Model size, bytes of float32.");
+ABSL_FLAG(double, param_bytes, 1077288,
+          "Model size, bytes of float32 (with --layers: theirs).");
+ABSL_FLAG(std::string, overlap, "none",
+          "none, or layer: each layer's exchange started by its gradient "
+          "and awaited by its forward (needs --layers; async only).");
+ABSL_FLAG(std::string, layers, "",
+          "The model's parameterised layers in forward order, "
+          "PARAMS:FORWARD_AT:GRADIENT_AT,... (fractions of a step's "
+          "compute; experiments/perfmodel.py sim_layers).");
 ABSL_FLAG(double, dataset_bytes, 56808000, "Training set, bytes.");
 ABSL_FLAG(double, sample_bytes, 3156, "One record, bytes.");
 ABSL_FLAG(int, batch, 16, "Samples per step.");
@@ -76,6 +87,38 @@ absl::Status WireRatios(const std::string& compression, sim::JobSpec* job) {
   return absl::OkStatus();
 }
 
+// --overlap and --layers; the layers' bytes are the model's, and a
+// --param_bytes set beside them (to other than its default) must say the
+// same.
+absl::Status LayersFromFlags(sim::JobSpec* job) {
+  const std::string overlap = absl::GetFlag(FLAGS_overlap);
+  if (overlap != "none" && overlap != "layer") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--overlap must be none or layer, got ", overlap));
+  }
+  job->overlap =
+      overlap == "layer" ? sim::Overlap::kLayer : sim::Overlap::kNone;
+  const std::string text = absl::GetFlag(FLAGS_layers);
+  if (text.empty()) return absl::OkStatus();
+  absl::StatusOr<std::vector<sim::LayerTiming>> layers = sim::ParseLayers(text);
+  if (!layers.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--layers: ", layers.status().message()));
+  }
+  double bytes = 0;
+  for (const sim::LayerTiming& l : *layers) bytes += l.bytes;
+  const absl::CommandLineFlag* given = absl::FindCommandLineFlag("param_bytes");
+  if (given->CurrentValue() != given->DefaultValue() &&
+      bytes != job->param_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--param_bytes ", job->param_bytes,
+                     " is not the --layers' ", bytes, " bytes"));
+  }
+  job->param_bytes = bytes;
+  job->layers = *std::move(layers);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<sim::JobSpec> JobFromFlags() {
   sim::JobSpec job;
   job.workers = absl::GetFlag(FLAGS_workers);
@@ -99,6 +142,7 @@ absl::StatusOr<sim::JobSpec> JobFromFlags() {
     return s;
   }
   job.param_bytes = absl::GetFlag(FLAGS_param_bytes);
+  if (absl::Status s = LayersFromFlags(&job); !s.ok()) return s;
   job.dataset_bytes = absl::GetFlag(FLAGS_dataset_bytes);
   job.sample_bytes = absl::GetFlag(FLAGS_sample_bytes);
   job.batch = absl::GetFlag(FLAGS_batch);
@@ -151,13 +195,15 @@ absl::Status Run() {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
   absl::PrintF(
-      "{\"workers\":%d,\"servers\":%d,\"loader\":\"%s\",\"steps\":%d,"
+      "{\"workers\":%d,\"servers\":%d,\"loader\":\"%s\",\"overlap\":\"%s\","
+      "\"steps\":%d,"
       "\"init_seconds\":%.6f,\"samples_per_second\":%.4f,"
       "\"first_half\":%.4f,\"second_half\":%.4f,"
       "\"pull_ms\":%.3f,\"push_ms\":%.3f,"
       "\"simulated_seconds\":%.4f,\"wall_seconds\":%.3f}\n",
-      job->workers, job->servers, absl::GetFlag(FLAGS_loader), job->steps,
-      r->init_seconds, r->samples_per_second, r->first_half, r->second_half,
+      job->workers, job->servers, absl::GetFlag(FLAGS_loader),
+      absl::GetFlag(FLAGS_overlap), job->steps, r->init_seconds,
+      r->samples_per_second, r->first_half, r->second_half,
       1e3 * r->pull_seconds, 1e3 * r->push_seconds, r->simulated_seconds, wall);
   return absl::OkStatus();
 }

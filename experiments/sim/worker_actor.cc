@@ -63,7 +63,10 @@ class Worker : public std::enable_shared_from_this<Worker> {
         p_(platform),
         state_(state),
         ring_(std::max(job.prefetch_batches, 1)),
-        random_(job.seed * 1000003 + w) {}
+        random_(job.seed * 1000003 + w),
+        layer_mu_(s4u::Mutex::create()),
+        layer_cv_(s4u::ConditionVariable::create()),
+        exchanged_(job.layers.size(), 0) {}
 
   void Run() {
     const double process_start = s4u::Engine::get_clock();
@@ -96,12 +99,22 @@ class Worker : public std::enable_shared_from_this<Worker> {
       if (job_.consistency == Consistency::kSync && step > 0) {
         state_->AwaitPushes(step - 1);
       }
+      if (job_.overlap == Overlap::kLayer) {
+        if (step == 0) {  // every layer's first parameters, at once
+          const double pull_start = s4u::Engine::get_clock();
+          Transfer(/*pull=*/true, job_.param_bytes);
+          state_->pull_seconds += s4u::Engine::get_clock() - pull_start;
+        }
+        LayerStep(step);
+        state_->step_ends[w_].push_back(s4u::Engine::get_clock());
+        continue;
+      }
       const double pull_start = s4u::Engine::get_clock();
-      Transfer(/*pull=*/true);
+      Transfer(/*pull=*/true, job_.param_bytes);
       state_->pull_seconds += s4u::Engine::get_clock() - pull_start;
       s4u::this_actor::sleep_for(job_.compute_seconds);
       const double push_start = s4u::Engine::get_clock();
-      Transfer(/*pull=*/false);
+      Transfer(/*pull=*/false, job_.param_bytes);
       state_->push_seconds += s4u::Engine::get_clock() - push_start;
       if (job_.consistency == Consistency::kSync) state_->Pushed(step);
       state_->step_ends[w_].push_back(s4u::Engine::get_clock());
@@ -109,6 +122,66 @@ class Worker : public std::enable_shared_from_this<Worker> {
   }
 
  private:
+  // A step under --overlap=layer (worker/train/layer_exchange.h): compute
+  // runs through the layers' events in time order; forward waits at a
+  // layer whose exchange of the last step is still on its way (the wait
+  // counts as pulling, as the real worker's does), and each gradient
+  // starts its layer's exchange at once.
+  void LayerStep(int step) {
+    struct Event {
+      double at;
+      bool forward;
+      int layer;
+    };
+    std::vector<Event> events;
+    for (int l = 0; l < static_cast<int>(job_.layers.size()); ++l) {
+      events.push_back({job_.layers[l].forward_at, true, l});
+      events.push_back({job_.layers[l].gradient_at, false, l});
+    }
+    std::stable_sort(
+        events.begin(), events.end(),
+        [](const Event& a, const Event& b) { return a.at < b.at; });
+    double at = 0;
+    for (const Event& e : events) {
+      s4u::this_actor::sleep_for((e.at - at) * job_.compute_seconds);
+      at = e.at;
+      if (e.forward) {
+        const double wait_start = s4u::Engine::get_clock();
+        std::unique_lock<s4u::Mutex> lock(*layer_mu_);
+        layer_cv_->wait(lock, [&] { return exchanged_[e.layer] >= step; });
+        state_->pull_seconds += s4u::Engine::get_clock() - wait_start;
+      } else {
+        s4u::Actor::create(
+            absl::StrCat("exchange-", w_, "-", e.layer), p_.workers[w_],
+            [self = shared_from_this(), l = e.layer] { self->Exchange(l); });
+      }
+    }
+    s4u::this_actor::sleep_for((1 - at) * job_.compute_seconds);
+  }
+
+  // One layer's PushPull: its calls of up to chunk_bytes a shard, each
+  // pushed after the one before it, each answered (the pull's stages) as
+  // soon as it is applied, so answers flow back while later calls are
+  // still pushed.
+  void Exchange(int layer) {
+    const double bytes = job_.layers[layer].bytes;
+    const double rounds =
+        std::max(1.0, std::ceil(bytes / (job_.chunk_bytes * job_.servers)));
+    std::vector<s4u::ActorPtr> answers;
+    for (int c = 0; c < rounds; ++c) {
+      Transfer(/*pull=*/false, bytes / rounds);
+      answers.push_back(s4u::Actor::create(
+          absl::StrCat("answer-", w_, "-", layer, "-", c), p_.workers[w_],
+          [self = shared_from_this(), part = bytes / rounds] {
+            self->Transfer(/*pull=*/true, part);
+          }));
+    }
+    for (const s4u::ActorPtr& answer : answers) answer->join();
+    std::unique_lock<s4u::Mutex> lock(*layer_mu_);
+    ++exchanged_[layer];
+    layer_cv_->notify_all();
+  }
+
   // The parallel loader: this worker's batches, one after another.
   void Read() {
     const auto batch_bytes =
@@ -153,14 +226,15 @@ class Worker : public std::enable_shared_from_this<Worker> {
     return out;
   }
 
-  // One pull or push: every shard's calls at once, each shard's through
-  // its stages (pull: server CPU, bytes to the worker with the CPU they
-  // cost on their way, client CPU; push the other way round).
-  void Transfer(bool pull) {
+  // One pull or push of `param_bytes` of parameters, spread evenly over the
+  // shards: every shard's calls at once, each shard's through its stages
+  // (pull: server CPU, bytes to the worker with the CPU they cost on their
+  // way, client CPU; push the other way round).
+  void Transfer(bool pull, double param_bytes) {
     const int shards = static_cast<int>(p_.servers.size());
     const int share = p_.servers_per_host;  // shards a host stands for
-    const double shard_bytes = job_.param_bytes / job_.servers *
-                               (pull ? job_.pull_ratio : job_.push_ratio);
+    const double shard_bytes =
+        param_bytes / job_.servers * (pull ? job_.pull_ratio : job_.push_ratio);
     const double shard_calls =
         std::max(1.0, std::ceil(shard_bytes / job_.chunk_bytes));
     // A server's work for its shard (a host standing for `share` servers
@@ -246,6 +320,11 @@ class Worker : public std::enable_shared_from_this<Worker> {
   JobState* const state_;
   BatchRing ring_;
   std::mt19937_64 random_;
+  // Under --overlap=layer: exchanges each layer finished (step k's forward
+  // needs k of them).
+  s4u::MutexPtr layer_mu_;
+  s4u::ConditionVariablePtr layer_cv_;
+  std::vector<int> exchanged_;
 };
 
 }  // namespace

@@ -8,7 +8,10 @@
 // from every shard at once (server CPU, the shard's bytes from the server's
 // link to the worker's, client CPU), computes (a delay: the accelerator is
 // the worker's own) and pushes (client CPU, bytes, server CPU). Under sync
-// a pull of step k waits until every worker pushed step k - 1.
+// a pull of step k waits until every worker pushed step k - 1. Under
+// overlap=layer a step is its compute, each layer's exchange (a push and
+// its answer per call) started as its gradient is written and awaited
+// where forward reaches the layer.
 //
 // Thread-safety: runs inside one SimGrid engine (one thread).
 #ifndef SHARDPS_EXPERIMENTS_SIM_WORKER_ACTOR_H_

@@ -328,6 +328,33 @@ TEST_F(SimTest, TransfersVaryByTheCalibratedSpreadReproducibly) {
   EXPECT_NE(one.rate, Run(job + "1").rate);
 }
 
+TEST_F(SimTest, OverlappedLayersHideTheirExchangesBehindCompute) {
+  // Two layers of 1 MB over a 12.5 MB/s server link, 100 ms of compute.
+  // A is read at 0 and its gradient written at 100 ms; B is read and its
+  // gradient written at 50 ms. Without overlap a step is 100 + 80 + 80
+  // (pull) + 80 + 80 (push): 0.42 s.
+  const std::string job =
+      "--workers=1 --servers=1 --compute_ms=100 --server_link=100mbit "
+      "--worker_link=1gbit --steps=30 --layers=250000:0:1,250000:0.5:0.5 ";
+  EXPECT_NEAR(Run(job + "--overlap=none").rate, 16 / 0.42, 1e-4);
+  // With it, from a step's start S: B's push runs 50-130 ms, alone until
+  // A's starts at 100, then both at half rate: B's ends at 160 and A's at
+  // 210. B's answer runs from 160, alone until A's starts at 210, then
+  // both at half rate: B's ends at 270, A's at 320. The next step's
+  // forward reaches A at once, so it waits for it: a step is 0.32 s.
+  const Figures layer = Run(job + "--overlap=layer");
+  EXPECT_NEAR(layer.rate, 16 / 0.32, 1e-4);
+  EXPECT_EQ(layer.push_ms, 0);  // the waits count as pulling
+  // Waits of 220 ms a step; the first step's pull of both layers, 160 ms.
+  EXPECT_NEAR(layer.pull_ms, (160 + 29 * 220) / 30.0, 1e-3);
+  // Layers of 10 kB: only A's exchange, 0.8 + 0.8 ms, is not hidden.
+  EXPECT_NEAR(Run("--workers=1 --servers=1 --compute_ms=100 "
+                  "--server_link=100mbit --worker_link=1gbit --steps=30 "
+                  "--layers=2500:0:1,2500:0.5:0.5 --overlap=layer")
+                  .rate,
+              16 / 0.1016, 1e-3);
+}
+
 TEST_F(SimTest, BadInputsAreRefusedByName) {
   auto [code, out] = Sim("--loader=fast");
   EXPECT_EQ(code, 1);
@@ -341,6 +368,20 @@ TEST_F(SimTest, BadInputsAreRefusedByName) {
   std::tie(code, out) = Sim("--workers=0");
   EXPECT_EQ(code, 1);
   EXPECT_NE(out.find("workers must be > 0"), std::string::npos) << out;
+  for (const auto& [flags, message] :
+       {std::pair{"--overlap=fast", "--overlap must be none or layer"},
+        std::pair{"--overlap=layer", "overlap=layer needs the model's layers"},
+        std::pair{"--overlap=layer --layers=10:0:1 --consistency=sync",
+                  "async consistency only"},
+        std::pair{"--layers=10:0", "layer 0 \"10:0\" is not PARAMS:"},
+        std::pair{"--overlap=layer --layers=10:0:1,10:0.6:0.5",
+                  "layer 1: needs bytes > 0 and 0 <= forward_at"},
+        std::pair{"--layers=10:0:1 --param_bytes=4",
+                  "--param_bytes 4 is not the --layers' 40 bytes"}}) {
+    std::tie(code, out) = Sim(flags);
+    EXPECT_EQ(code, 1) << flags;
+    EXPECT_NE(out.find(message), std::string::npos) << flags << ": " << out;
+  }
   const std::string missing = Calibration("startup_cpu 0\n");
   std::tie(code, out) = Sim("", missing);
   EXPECT_EQ(code, 1);
