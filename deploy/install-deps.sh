@@ -18,6 +18,7 @@ packages=(
   openssl  # test certificates for the TLS tests
   etcd-server  # membership of replicated shards (--etcd, --replicas)
   libsimgrid-dev  # the scale simulation (experiments/sim, make scale)
+  iperf3  # experiments/real_workloads.py wire: TCP itself, beside the wire
 )
 
 # kubectl may already come from another package (e.g. Google's); Debian's

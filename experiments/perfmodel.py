@@ -24,6 +24,17 @@ closed loop each worker runs: compute (a delay of t_c), then a pull and a
 push, each queueing at the S server links with demand M/(S*B_server). Its
 asymptotes are the two bounds above.
 
+With --overlap=layer (wait-free backpropagation) a step is no longer
+compute + communication: each layer's PushPull starts when backward writes
+its gradient, and forward waits only at a layer whose answer is still on
+its way. layer_step_seconds computes that step from the model's layer
+profile (shardps-worker --bench=model: when each layer is read and its
+gradient written) by a max-plus recurrence, each direction of the link
+serving the calls in order (FIFO); predict_overlap calibrates it from a
+run of the same job without overlap. shardps-sim --overlap=layer simulates
+the same with the links shared max-min fairly, as TCP flows share them
+(sim_layers gives it the profile).
+
 Calibration uses only N=1, S=1 runs (one per loader): t0 and t_c and one
 server's pull+push rate from the parallel run, the storage read rate from the
 sequential run. Link rates of worker hosts are the nominal ones scaled by the
@@ -97,6 +108,79 @@ def predict(p, n, s, loader):
     x = _mva_steps_per_second(int(round(n)), p["t_c"] + own,
                               [per_link, per_link])
     return init, x * p["batch"]
+
+
+def layer_step_seconds(profile, compute, pull_rate, push_rate, other=0.0,
+                       chunk_bytes=1 << 20, steps=40):
+    """A lone worker's step under --overlap=layer, seconds.
+
+    `profile` is shardps-worker --bench=model's JSON: the mean step and,
+    per parameterised layer in forward order, its parameters and when in the
+    step it reads them (forward_at_ms) and writes its gradient
+    (gradient_at_ms). Its times are scaled to `compute` seconds a step;
+    `other` (reading the batch) comes first. Each layer's exchange starts
+    when its gradient is written, as PushPull calls of `chunk_bytes`: each
+    call's push waits for the pushes before it on the worker's uplink
+    (`push_rate` bytes/s), its answer for its push and the answers before
+    it on the downlink (`pull_rate`), so a layer's answers flow back while
+    its later chunks are still pushed; the next step's forward reaches the
+    layer no earlier than its last answer. The steady step of a
+    deterministic (max-plus) recurrence over `steps` steps."""
+    layers = profile["layers"]
+    scale = compute / (profile["step_ms"] / 1e3)
+    # Every event of a step in time order: (offset s, kind, layer index).
+    events = sorted([(l["forward_at_ms"] * scale / 1e3, 0, i)
+                     for i, l in enumerate(layers)] +
+                    [(l["gradient_at_ms"] * scale / 1e3, 1, i)
+                     for i, l in enumerate(layers)])
+    ready = [0.0] * len(layers)  # when each layer's parameters are back
+    up = down = 0.0  # when each direction of the link is free
+    start, starts = 0.0, []
+    for _ in range(steps):
+        starts.append(start)
+        t = start + other
+        last = 0.0
+        for offset, kind, i in events:
+            t += offset - last
+            last = offset
+            if kind == 0:
+                t = max(t, ready[i])
+            else:
+                left = 4 * layers[i]["params"]
+                up = max(t, up)
+                while left > 0:
+                    chunk = min(left, chunk_bytes)
+                    left -= chunk
+                    up += chunk / push_rate
+                    down = max(up, down) + chunk / pull_rate
+                ready[i] = down
+        start = t + compute - last
+    tail = starts[steps // 2:]
+    return (tail[-1] - tail[0]) / (len(tail) - 1)
+
+
+def predict_overlap(none_row, profile):
+    """Samples/s of --overlap=layer predicted from a run of the same job
+    with --overlap=none: its compute, read, pull and push times per step
+    (the pulls' and pushes' rates are its model bytes over them) and the
+    model's layer profile. Communication costs no compute here: on
+    loopback, where it is the same cores' work, this over-predicts."""
+    r = none_row
+    m = r["param_bytes"]
+    step = layer_step_seconds(profile, r["compute_ms"] / 1e3,
+                              m / (r["pull_ms"] / 1e3),
+                              m / (r["push_ms"] / 1e3), r["read_ms"] / 1e3)
+    return r["workers"] * r["batch"] / step
+
+
+def sim_layers(profile):
+    """shardps-sim's --layers for a layer profile: each layer's parameters
+    and its offsets as fractions of the step."""
+    step = profile["step_ms"]
+    return ",".join(
+        f"{l['params']}:{min(l['forward_at_ms'] / step, 1):.6f}:"
+        f"{min(l['gradient_at_ms'] / step, 1):.6f}"
+        for l in profile["layers"])
 
 
 def predict_initial(p, n, s, loader):

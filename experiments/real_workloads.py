@@ -12,11 +12,17 @@ Fashion-MNIST through the servers, and their training speed against PyTorch.
       One PushPull of 1M and of 10M floats (shardps-bench --spawn_servers=1
       --workers=1) against PyTorch's RPC parameter-server step of the same
       size (experiments/peers/torch_rpc_ps.py), alternating; medians.
+  experiments/real_workloads.py wire [--rounds 3] [--out DIR]
+      Push and pull of 1M and of 10M floats (shardps-bench --spawn_servers=1
+      --workers=1) against TCP itself, `iperf3 -P 2` on loopback (the two
+      connections the client opens), alternating; medians and ratios.
   experiments/real_workloads.py overlap [--rounds 1] [--out DIR]
       --overlap=layer against --overlap=none, alternating, for both models:
       on the emulated cluster (needs root) with links capped so that a
       step's communication takes about as long as its compute (2 servers,
-      1 worker), and on loopback (2 servers, 2 workers).
+      1 worker), and on loopback (2 servers, 2 workers); beside each, the
+      performance model's prediction of the layer-mode rate from the none
+      run (experiments/perfmodel.py predict_overlap).
 
 Each writes OUT/<what>.md (a table) and OUT/<what>.csv; the data set is
 converted once from Debian's Fashion-MNIST into OUT/data.
@@ -26,17 +32,22 @@ import argparse
 import csv
 import json
 import os
+import socket
 import statistics
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import abkit  # noqa: E402
+import perfmodel  # noqa: E402
 
 LENET = "cnn:c32k5-p2-c64k5-p2-f1024-10"
 # The same stack before its classifier, with AlexNet's classifier widths.
 LARGE = "cnn:c32k5-p2-c64k5-f4096-f4096-10"
 FASHION_SHAPE = "28x28x1"
+SCALE_CALIBRATION = os.path.join(abkit.ROOT, "experiments", "results",
+                                 "scale", "calibration.txt")
 
 
 def fashion_mnist(out):
@@ -144,6 +155,66 @@ def step(args):
     write(args.out, "step", ["params", "system", "step_p50_ms"], rows, lines)
 
 
+def iperf3_mbps(seconds):
+    """MB/s of `iperf3 -P 2` on loopback, against a server of its own."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen(["iperf3", "-s", "-p", str(port)],
+                              stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        # Refused until the server listens, within milliseconds.
+        for _ in range(100):
+            out = subprocess.run(
+                ["iperf3", "-c", "127.0.0.1", "-p", str(port), "-P", "2",
+                 "-t", str(seconds), "-J"], capture_output=True, text=True)
+            try:
+                result = json.loads(out.stdout)
+            except json.JSONDecodeError:
+                result = {}
+            if "sum_received" in result.get("end", {}):
+                return result["end"]["sum_received"]["bits_per_second"] / 8e6
+            time.sleep(0.05)
+        sys.exit(f"iperf3 failed: {out.stdout[-300:]} {out.stderr[-300:]}")
+    finally:
+        server.kill()
+        server.wait()
+
+
+def wire(args):
+    rows, lines = [], [
+        f"One client and one server on loopback: shardps-bench's push and "
+        f"pull of P floats (MB/s of {args.seconds:g} s of back-to-back "
+        f"calls) against `iperf3 -P 2` for as long, {args.rounds} "
+        "alternating rounds in one run; medians, and the median of each "
+        "round's ratio.", "",
+        "| P | TCP MB/s | push MB/s | pull MB/s | push/TCP | pull/TCP |",
+        "|---|---|---|---|---|---|"]
+    for params in (1000000, 10000000):
+        tcp, push, pull = [], [], []
+        for _ in range(args.rounds):
+            tcp.append(iperf3_mbps(args.seconds))
+            out = subprocess.run(
+                [abkit.binary("shardps-bench"), "--spawn_servers=1",
+                 "--workers=1", f"--params={params}",
+                 f"--seconds={args.seconds}", "--json"],
+                check=True, capture_output=True, text=True)
+            line = json.loads(out.stdout.strip().splitlines()[-1])
+            push.append(line["push_MBps"])
+            pull.append(line["pull_MBps"])
+        for i in range(args.rounds):
+            rows.append([params, i, tcp[i], push[i], pull[i]])
+        med = statistics.median
+        lines.append(
+            f"| {params:,} | {med(tcp):.0f} | {med(push):.0f} "
+            f"| {med(pull):.0f} "
+            f"| {med([p / t for p, t in zip(push, tcp)]):.2f} "
+            f"| {med([p / t for p, t in zip(pull, tcp)]):.2f} |")
+    write(args.out, "wire", ["params", "round", "tcp_MBps", "push_MBps",
+                             "pull_MBps"], rows, lines)
+
+
 # Per model: batch, worker link, server link on the emulated cluster, and
 # steps. One worker computes a LeNet batch of 256 in ~0.12 s and moves 4.4 MB
 # each way per step; the large model's batch of 1024 takes ~2.5 s against
@@ -154,71 +225,132 @@ OVERLAP_SETTINGS = {
 }
 
 
+def layer_profile(spec, batch):
+    """shardps-worker --bench=model's JSON for `spec` at `batch`: the step's
+    compute and when each layer needs its parameters and has its gradient
+    (experiments/perfmodel.py's layer_step_seconds)."""
+    named = spec.replace("cnn:", f"cnn:{FASHION_SHAPE}-")
+    out = subprocess.run([abkit.binary("shardps-worker"), "--bench=model",
+                          f"--model={named}", f"--batch={batch}",
+                          "--bench_seconds=3", "--json"],
+                         check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def simulate_layer_mode(none_row, profile, links):
+    """shardps-sim's samples/s of the emulated run `none_row` with
+    --overlap=layer: the run's compute per step, the model's layer
+    profile, the emulated cluster's calibration (experiments/scale.py's,
+    from the sweep); 0 without shardps-sim."""
+    sim = abkit.binary("shardps-sim")
+    if not os.path.exists(sim):
+        return 0
+    r = none_row
+    out = subprocess.run(
+        [sim, f"--calibration={SCALE_CALIBRATION}",
+         f"--workers={r['workers']}", f"--servers={r['servers']}",
+         f"--compute_ms={r['compute_ms']}", f"--batch={r['batch']}",
+         f"--steps={r['steps']}", "--shared_cores=2", "--overlap=layer",
+         f"--layers={perfmodel.sim_layers(profile)}"] +
+        [f"--{k}_link={v}" for k, v in links.items()],
+        check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])["samples_per_second"]
+
+
 def overlap(args):
     data = fashion_mnist(args.out)
     rows = []
     settings = [("emulated", 1), ("local", 2)]
     for spec, (batch, worker_link, server_link, steps) in \
             OVERLAP_SETTINGS.items():
+        profile = layer_profile(spec, batch)
         for cluster, workers in settings:
             if cluster == "emulated":
                 abkit.ensure_root()
             links = {"worker": worker_link, "server": server_link,
                      "storage": "1gbit"}
             for rnd in range(args.rounds):
+                runs = {}
                 for mode in ("none", "layer"):
                     name = (f"overlap-{'lenet' if spec == LENET else 'large'}"
                             f"-{cluster}-{mode}-{rnd}")
                     print(f"overlap: {spec} {cluster} {mode} ...", flush=True)
-                    r = abkit.run_point(
+                    runs[mode] = abkit.run_point(
                         os.path.join(args.out, "runs", name), 2, workers,
                         "parallel", data, links,
                         [f"--model={spec}", f"--batch={batch}",
                          f"--max_steps={steps}", "--epochs=1000",
                          "--optimizer=adam", "--progress_every=0"],
                         cluster=cluster, overlap=mode)
+                # The model's layer-mode rate, from this round's none run,
+                # and on the emulated cluster the simulator's.
+                model = sim = 0
+                if runs["none"]["ok"]:
+                    model = perfmodel.predict_overlap(runs["none"], profile)
+                    if cluster == "emulated":
+                        sim = simulate_layer_mode(runs["none"], profile, links)
+                for mode, r in runs.items():
                     rows.append([spec, cluster, workers, mode, rnd, r["ok"],
-                                 r["samples_per_second"]])
+                                 r["samples_per_second"], model, sim])
+    write_overlap(args, rows)
+
+
+def write_overlap(args, rows):
     lines = [f"Samples/s with --overlap=layer against --overlap=none, 2 "
              f"servers, {args.rounds} alternating round(s) in one run; "
              "emulated: 1 worker, links capped (worker/server link "
-             "below); loopback: 2 workers on this machine's 2 cores.", "",
-             "| model | cluster | batch | links | none | layer | ratio |",
-             "|---|---|---|---|---|---|---|"]
+             "below); loopback: 2 workers on this machine's 2 cores. "
+             "model: experiments/perfmodel.py's layer-mode rate from the "
+             "round's none run and the model's layer profile; sim: "
+             "shardps-sim's from the same and the emulated cluster's "
+             "calibration (experiments/scale.py); errors against layer.",
+             "",
+             "| model | cluster | batch | links | none | layer | ratio "
+             "| model | error | sim | error |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for spec, (batch, worker_link, server_link, _) in OVERLAP_SETTINGS.items():
-        for cluster, _ in settings:
-            rate = {m: statistics.median(
-                [x[6] for x in rows
-                 if x[0] == spec and x[1] == cluster and x[3] == m and x[5]]
-                or [0]) for m in ("none", "layer")}
+        for cluster in ("emulated", "local"):
+            mine = [x for x in rows if x[0] == spec and x[1] == cluster
+                    and x[5]]
+            rate = {m: statistics.median([x[6] for x in mine if x[3] == m]
+                                         or [0]) for m in ("none", "layer")}
+            predicted = [statistics.median(
+                [x[k] for x in mine if x[3] == "layer"] or [0])
+                for k in (7, 8)]
             ratio = (f"{rate['layer'] / rate['none']:.2f}" if rate["none"]
                      else "failed")
+            figures = " | ".join(
+                f"{p:.0f} | {100 * (p / rate['layer'] - 1):+.0f}%"
+                if rate["layer"] and p else "- | -" for p in predicted)
             where = (f"{worker_link}/{server_link}" if cluster == "emulated"
                      else "loopback")
             lines.append(f"| `{spec}` | {cluster} | {batch} | {where} "
                          f"| {rate['none']:.0f} | {rate['layer']:.0f} "
-                         f"| {ratio} |")
+                         f"| {ratio} | {figures} |")
     write(args.out, "overlap",
           ["model", "cluster", "workers", "overlap", "round", "ok",
-           "samples_per_second"], rows, lines)
+           "samples_per_second", "model_layer_samples_per_second",
+           "sim_layer_samples_per_second"], rows,
+          lines)
 
 
 def main():
     ap = argparse.ArgumentParser(
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["accuracy", "speed", "step", "overlap"])
+    ap.add_argument("what", choices=["accuracy", "speed", "step", "wire",
+                                       "overlap"])
     ap.add_argument("--out", default=os.path.join(
         abkit.ROOT, "experiments", "results", "real_workloads"))
     ap.add_argument("--epochs", type=int, default=12)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--rounds", type=int, default=None,
-                    help="speed, step: 3 by default; overlap: 1")
+                    help="speed, step, wire: 3 by default; overlap: 1")
     ap.add_argument("--seconds", type=float, default=5)
     args = ap.parse_args()
     if args.rounds is None:
         args.rounds = 1 if args.what == "overlap" else 3
-    {"accuracy": accuracy, "speed": speed, "step": step,
+    {"accuracy": accuracy, "speed": speed, "step": step, "wire": wire,
      "overlap": overlap}[args.what](args)
 
 

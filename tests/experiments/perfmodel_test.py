@@ -135,6 +135,55 @@ class PredictionTest(unittest.TestCase):
         self.assertAlmostEqual(rate, 4 * BATCH / ONE_STEP_S)
 
 
+# Two layers of 1 MB (250,000 floats) in a 100 ms step: A is read at 0 and
+# its gradient written at 100 ms, B is read and written at 50 ms.
+TWO_LAYERS = {"step_ms": 100.0, "layers": [
+    {"params": 250000, "forward_at_ms": 0.0, "gradient_at_ms": 100.0},
+    {"params": 250000, "forward_at_ms": 50.0, "gradient_at_ms": 50.0}]}
+
+
+class LayerOverlapTest(unittest.TestCase):
+    def test_worked_example(self):
+        # 12.5 MB/s each way, one call a layer: from a step's start S, B's
+        # push runs 50-130 ms, its answer 130-210; A's push waits for the
+        # uplink, 130-210, its answer 210-290. The next step's forward
+        # reaches A at once and waits for it: a step is 0.29 s.
+        self.assertAlmostEqual(perfmodel.layer_step_seconds(
+            TWO_LAYERS, 0.1, 12.5e6, 12.5e6, chunk_bytes=1e6), 0.29)
+        # In calls of 0.5 MB, A's first answer flows back while its second
+        # half is pushed: pushes 50-90, 90-130 (B), 130-170, 170-210 (A);
+        # answers 90-130, 130-170 (B), 170-210, 210-250 (A): 0.25 s.
+        self.assertAlmostEqual(perfmodel.layer_step_seconds(
+            TWO_LAYERS, 0.1, 12.5e6, 12.5e6, chunk_bytes=5e5), 0.25)
+        # Reading a batch first (10 ms) and twice the compute (times scale
+        # with it): A is read at 10 ms, B's exchange runs 110-270, A's
+        # gradient comes at 210 and its exchange (the uplink free again)
+        # 210-370, when the next step's forward, ready since 220, reads A
+        # again: a step is 360 ms.
+        self.assertAlmostEqual(perfmodel.layer_step_seconds(
+            TWO_LAYERS, 0.2, 12.5e6, 12.5e6, other=0.01, chunk_bytes=1e6),
+            0.36)
+
+    def test_communication_hidden_but_the_first_layers(self):
+        # Tiny layers: only A's exchange (2 x 10 kB at 12.5 MB/s) shows.
+        small = {"step_ms": 100.0, "layers": [
+            dict(l, params=2500) for l in TWO_LAYERS["layers"]]}
+        self.assertAlmostEqual(
+            perfmodel.layer_step_seconds(small, 0.1, 12.5e6, 12.5e6), 0.1016)
+
+    def test_prediction_from_a_run_without_overlap(self):
+        # The none run moved the 2 MB model in 160 ms each way: 12.5 MB/s.
+        none = {"param_bytes": 2e6, "compute_ms": 100.0, "read_ms": 0.0,
+                "pull_ms": 160.0, "push_ms": 160.0, "workers": 1,
+                "batch": 16}
+        self.assertAlmostEqual(perfmodel.predict_overlap(none, TWO_LAYERS),
+                               16 / 0.29)
+
+    def test_simulator_layers(self):
+        self.assertEqual(perfmodel.sim_layers(TWO_LAYERS),
+                         "250000:0.000000:1.000000,250000:0.500000:0.500000")
+
+
 class ReportTest(unittest.TestCase):
     def test_median_errors_of_the_measured_points(self):
         rows = calibration_rows()
