@@ -19,6 +19,7 @@ packages=(
   etcd-server  # membership of replicated shards (--etcd, --replicas)
   libsimgrid-dev  # the scale simulation (experiments/sim, make scale)
   iperf3  # experiments/real_workloads.py wire: TCP itself, beside the wire
+  pybind11-dev python3-dev python3-numpy python3-torch  # the shardps Python package
 )
 
 # kubectl may already come from another package (e.g. Google's); Debian's

@@ -1,0 +1,213 @@
+#!/usr/bin/python3
+"""The shardps Python package (worker/python) against two real servers:
+values round-trip through NumPy and torch buffers in place, buffers that
+are not float32, C-contiguous or the range's size are refused by name,
+failed calls raise shardps.Error with their status code, and a call
+blocked in the servers lets other Python threads run (the GIL is
+released).
+
+Needs build/python (PYTHONPATH) and build/bin (SHARDPS_BIN); exits 77
+(skipped) when the package was not built."""
+
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+try:
+    import numpy as np
+    import shardps
+except ImportError as e:
+    print(f"SKIP: the shardps package is not importable ({e}); build it "
+          "with pybind11-dev and set PYTHONPATH=build/python")
+    sys.exit(77)
+
+BIN = os.environ.get("SHARDPS_BIN", "build/bin")
+
+# Status codes (absl / gRPC).
+INVALID_ARGUMENT, DEADLINE_EXCEEDED, NOT_FOUND, UNAVAILABLE = 3, 4, 5, 14
+
+
+class Servers:
+    """`n` shardps-server processes on loopback, stopped on close()."""
+
+    def __init__(self, n, job):
+        self.dir = tempfile.TemporaryDirectory(prefix="shardps-py")
+        self.procs, self.addrs = [], []
+        for i in range(n):
+            port_file = os.path.join(self.dir.name, f"port-{i}")
+            self.procs.append(subprocess.Popen(
+                [os.path.join(BIN, "shardps-server"), "--host=127.0.0.1",
+                 "--port=0", f"--port_file={port_file}", f"--job={job}"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            deadline = time.time() + 20
+            while not os.path.exists(port_file) and time.time() < deadline:
+                time.sleep(0.02)
+            with open(port_file) as f:
+                self.addrs.append(f"127.0.0.1:{f.read().strip()}")
+
+    def close(self):
+        for p in self.procs:
+            p.kill()
+            p.wait()
+        self.dir.cleanup()
+
+
+class ClientTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.servers = Servers(2, "pyjob")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.servers.close()
+
+    def client(self, worker=0, **kw):
+        c = shardps.Client(self.servers.addrs, job="pyjob", worker=worker,
+                           **kw)
+        c.wait_ready()
+        return c
+
+    def test_numpy_round_trip_in_place(self):
+        c = self.client()
+        self.assertEqual(c.num_servers, 2)
+        c.create_table("np", 1000, optimizer={"name": "sgd",
+                                              "learning_rate": 0.5})
+        before = c.stats()
+        grad = np.arange(1000, dtype=np.float32)
+        c.push("np", 0, 1000, grad)
+        out = np.full((10, 100), 7, np.float32)  # any C-contiguous shape
+        self.assertIs(c.pull("np", 0, 1000, out), out)
+        np.testing.assert_array_equal(out.ravel(), -0.5 * grad)
+        # A sub-range, and push_pull in place (out is grad): one more
+        # step of 0.5 on keys [100, 300), all on shard 0 (keys [0, 500)).
+        part = np.ones(200, np.float32)
+        c.push_pull("np", 100, 300, part, part)
+        np.testing.assert_array_equal(part, -0.5 * grad[100:300] - 0.5)
+        after = c.stats()
+        self.assertEqual([s["job"] for s in after], ["pyjob", "pyjob"])
+
+        def calls(stats, key):  # uint64 fields are strings in JSON
+            return [int(s.get(key, 0)) for s in stats]
+        for key, expected in (("push_requests", [1, 1]),
+                              ("pull_requests", [1, 1]),
+                              ("push_pull_requests", [1, 0])):
+            self.assertEqual(
+                [a - b for a, b in zip(calls(after, key),
+                                       calls(before, key))], expected, key)
+        self.assertGreater(c.push_bytes, 4000 + 800)
+
+    def test_torch_tensors_share_their_memory(self):
+        try:
+            import torch
+        except ImportError:
+            if os.environ.get("CI") == "true":
+                self.fail("python3-torch is missing in CI "
+                          "(deploy/install-deps.sh installs it)")
+            self.skipTest("python3-torch is not installed")
+        c = self.client()
+        c.create_table("torch", 64, optimizer={"name": "sgd",
+                                               "learning_rate": 1.0},
+                       init={"kind": "constant", "value": 2.0})
+        weights = torch.zeros(8, 8)
+        c.pull("torch", 0, 64, weights.numpy())
+        self.assertTrue(torch.equal(weights, torch.full((8, 8), 2.0)))
+        c.push("torch", 0, 64, torch.ones(64).numpy())
+        c.pull("torch", 0, 64, weights.numpy())
+        self.assertTrue(torch.equal(weights, torch.ones(8, 8)))
+
+    def test_buffers_are_checked_by_name(self):
+        c = self.client()
+        c.create_table("buf", 100, optimizer={"name": "sgd",
+                                              "learning_rate": 0.1})
+        with self.assertRaisesRegex(TypeError, "out must hold float32"):
+            c.pull("buf", 0, 100, np.zeros(100, np.float64))
+        with self.assertRaisesRegex(ValueError, "C-contiguous"):
+            c.pull("buf", 0, 100, np.zeros((100, 2), np.float32)[:, 0])
+        with self.assertRaisesRegex(ValueError, "has 99 values; keys"):
+            c.pull("buf", 0, 100, np.zeros(99, np.float32))
+        frozen = np.zeros(100, np.float32)
+        frozen.flags.writeable = False
+        with self.assertRaisesRegex(TypeError, "writable"):
+            c.pull("buf", 0, 100, frozen)
+        with self.assertRaisesRegex(TypeError, "grad must be"):
+            c.push("buf", 0, 100, [0.0] * 100)
+        with self.assertRaisesRegex(ValueError, "before begin"):
+            c.pull("buf", 10, 5, np.zeros(0, np.float32))
+        c.push("buf", 0, 100, frozen)  # a read-only gradient is fine
+
+    def test_errors_carry_status_codes(self):
+        c = self.client()
+        with self.assertRaises(shardps.Error) as e:
+            c.pull("never_created", 0, 4, np.zeros(4, np.float32))
+        self.assertEqual((e.exception.code, e.exception.code_name),
+                         (NOT_FOUND, "NOT_FOUND"))
+        self.assertIn("never_created", e.exception.message)
+        with self.assertRaises(shardps.Error) as e:
+            c.create_table("bad", 10, optimizer={"name": "sgd",
+                                                 "learning_rte": 0.1})
+        self.assertEqual(e.exception.code, INVALID_ARGUMENT)
+        self.assertIn("learning_rte", e.exception.message)
+        with self.assertRaises(shardps.Error) as e:
+            c.create_table("bad", 10, optimizer={"name": "nosuch",
+                                                 "learning_rate": 0.1})
+        self.assertEqual(e.exception.code, INVALID_ARGUMENT)
+        c.create_table("nan", 10, optimizer={"name": "sgd",
+                                             "learning_rate": 0.1})
+        grad = np.zeros(10, np.float32)
+        grad[7] = np.nan
+        with self.assertRaises(shardps.Error) as e:
+            c.push("nan", 0, 10, grad)
+        self.assertEqual(e.exception.code, INVALID_ARGUMENT)
+        self.assertIn("NaN", e.exception.message)
+        values = np.ones(10, np.float32)
+        c.pull("nan", 0, 10, values)
+        np.testing.assert_array_equal(values, 0)  # nothing was applied
+        with self.assertRaises(ValueError):
+            shardps.consistency("ssp:0")
+        with self.assertRaises(FileNotFoundError):
+            shardps.Client(self.servers.addrs, auth_token_file="/nonexistent")
+        with tempfile.NamedTemporaryFile("w") as empty:
+            with self.assertRaisesRegex(ValueError, "is empty"):
+                shardps.Client(self.servers.addrs,
+                               auth_token_file=empty.name)
+        gone = shardps.Client(["127.0.0.1:1"], job="pyjob",
+                              timeout_seconds=1)
+        with self.assertRaises(shardps.Error) as e:
+            gone.wait_ready(timeout_seconds=1)
+        self.assertIn(e.exception.code, (UNAVAILABLE, DEADLINE_EXCEEDED))
+        self.assertIn("127.0.0.1:1", e.exception.message)
+
+    def test_a_blocked_call_lets_other_threads_run(self):
+        # Under sync, worker 0's pull at clock 1 waits for worker 1's push
+        # of clock 0. That push comes from this thread while the pull is
+        # blocked in another: if the pull held the GIL, it would time out.
+        sync = shardps.consistency("sync", workers=2)
+        w0, w1 = self.client(0, timeout_seconds=20), self.client(1)
+        w0.create_table("sync", 8, optimizer={"name": "sgd",
+                                              "learning_rate": 1.0},
+                        consistency=sync)
+        w1.open_table("sync", 8, consistency=sync)
+        w0.push("sync", 0, 8, np.ones(8, np.float32), clock=0)
+        got, failed = np.zeros(8, np.float32), []
+
+        def pull():
+            try:
+                w0.pull("sync", 0, 8, got, clock=1)
+            except shardps.Error as e:
+                failed.append(e)
+
+        t = threading.Thread(target=pull)
+        t.start()
+        w1.push("sync", 0, 8, np.full(8, 2, np.float32), clock=0)
+        t.join()
+        self.assertEqual(failed, [])
+        # Clock 0 applied as the mean of both pushes, at learning rate 1.
+        np.testing.assert_array_equal(got, -1.5)
+
+
+if __name__ == "__main__":
+    unittest.main()

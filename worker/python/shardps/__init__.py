@@ -1,0 +1,137 @@
+"""shardps: the sharded parameter servers from Python.
+
+    import numpy as np, shardps
+    client = shardps.Client(["127.0.0.1:7070", "127.0.0.1:7071"], job="demo")
+    client.create_table("model", 1000, optimizer={"name": "sgd",
+                                                  "learning_rate": 0.1})
+    weights = np.empty(1000, np.float32)
+    client.pull("model", 0, 1000, out=weights)
+    client.push("model", 0, 1000, grad=np.ones(1000, np.float32))
+
+Values move through the buffer protocol in place (no copies in Python):
+`out` must be a writable, C-contiguous float32 buffer of end - begin values
+(a NumPy array, or a CPU torch tensor's .numpy(), which shares its memory),
+`grad` a C-contiguous float32 one. Calls release the GIL. A failed call
+raises shardps.Error, whose `code` and `code_name` are the status code
+(e.g. 5, "NOT_FOUND") and whose `message` names what failed.
+"""
+
+import json
+
+from shardps._errors import Error
+from shardps._shardps import Client as _Client
+
+__all__ = ["Client", "Error", "consistency"]
+
+
+def consistency(spelling, workers=1, straggler_timeout_seconds=60.0,
+                straggler_policy="fail"):
+    """The table consistency the C++ worker's --consistency spells:
+    "async", "sync" or "ssp:K" (K >= 1), for `workers` workers, with its
+    --straggler_timeout_s and --straggler_policy (fail or drop), as
+    Client.create_table takes it."""
+    if spelling == "async":
+        return {"mode": "CONSISTENCY_ASYNC"}
+    if spelling == "sync":
+        config = {"mode": "CONSISTENCY_SYNC"}
+    elif spelling.startswith("ssp:") and spelling[4:].isdigit() \
+            and int(spelling[4:]) >= 1:
+        config = {"mode": "CONSISTENCY_SSP", "staleness": int(spelling[4:])}
+    else:
+        raise ValueError(f"consistency must be async, sync or ssp:K (K >= 1), "
+                         f"got {spelling!r}")
+    if straggler_policy not in ("fail", "drop"):
+        raise ValueError(f"straggler_policy must be fail or drop, got "
+                         f"{straggler_policy!r}")
+    config.update(num_workers=workers,
+                  straggler_timeout_seconds=straggler_timeout_seconds,
+                  straggler_policy=f"STRAGGLER_{straggler_policy.upper()}")
+    return config
+
+
+class Client:
+    """A worker's handle on the servers (ps::Client): shard i of every
+    table lives on server_addrs[i]. TLS: tls_ca alone for TLS, with
+    tls_cert and tls_key for mutual TLS; auth_token_file: the job's token.
+    timeout_seconds bounds every call; retry_seconds > 0 retries calls to
+    servers that are away (UNAVAILABLE) for that long."""
+
+    def __init__(self, server_addrs, job="default", worker=0,
+                 auth_token_file="", tls_ca="", tls_cert="", tls_key="",
+                 timeout_seconds=30.0, retry_seconds=0.0):
+        if isinstance(server_addrs, str):
+            server_addrs = [a for a in server_addrs.split(",") if a]
+        self._client = _Client(list(server_addrs), job, worker,
+                               _read_token(auth_token_file), tls_ca,
+                               tls_cert, tls_key, timeout_seconds,
+                               retry_seconds)
+
+    @property
+    def num_servers(self):
+        return self._client.num_servers
+
+    def wait_ready(self, timeout_seconds=20.0):
+        """Waits until every server serves; Error naming the first that
+        did not."""
+        self._client.wait_ready(timeout_seconds)
+
+    def create_table(self, name, num_params, optimizer=None, init=None,
+                     consistency=None):
+        """Creates `name` of num_params float32 keys on every server (or
+        finds the identical one another worker created). optimizer, init
+        and consistency are dicts of proto/shardps.proto's OptimizerConfig,
+        InitConfig and ConsistencyConfig fields (shardps.consistency()
+        spells the last), e.g. {"name": "adam", "learning_rate": 1e-3}."""
+        self._client.create_table(name, num_params, _json(optimizer),
+                                  _json(init), _json(consistency))
+
+    def open_table(self, name, num_params, consistency=None,
+                   timeout_seconds=60.0):
+        """Waits until `name` (created by another worker) is on every
+        server with num_params keys, then makes it usable here."""
+        self._client.open_table(name, num_params, _json(consistency),
+                                timeout_seconds)
+
+    def pull(self, table, begin, end, out, clock=0):
+        """Keys [begin, end) of `table` into `out`, in place; returns out."""
+        self._client.pull(table, begin, end, out, clock)
+        return out
+
+    def push(self, table, begin, end, grad, clock=0, lr_scale=1.0):
+        """Sends the gradient for keys [begin, end); applied exactly once.
+        A NaN or Inf anywhere refuses all of it before anything is sent."""
+        self._client.push(table, begin, end, grad, clock, lr_scale)
+
+    def push_pull(self, table, begin, end, grad, out, clock=0, lr_scale=1.0):
+        """push, then the keys' fresh values into `out` (which may be
+        grad), in one round trip per piece; returns out."""
+        self._client.push_pull(table, begin, end, grad, out, clock, lr_scale)
+        return out
+
+    def stats(self):
+        """Each server's StatsResponse as a dict, in shard order."""
+        return [json.loads(s) for s in self._client.stats()]
+
+    @property
+    def push_bytes(self):
+        return self._client.push_bytes
+
+    @property
+    def pull_bytes(self):
+        return self._client.pull_bytes
+
+
+def _read_token(path):
+    """The token in `path` without surrounding whitespace, as the C++
+    worker reads --auth_token_file; "" for no path."""
+    if not path:
+        return ""
+    with open(path) as f:  # OSError names a missing or unreadable file
+        token = f.read().strip()
+    if not token:
+        raise ValueError(f"auth_token_file {path} is empty")
+    return token
+
+
+def _json(config):
+    return "" if config is None else json.dumps(config)
