@@ -9,6 +9,7 @@
 // status code and the servers' message.
 //
 // Thread-safety: as ps::Client, every method may be called from any thread.
+#include <malloc.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -246,9 +247,17 @@ class PyClient {
 }  // namespace
 }  // namespace shardps_python
 
+// How much freed heap glibc may keep before returning any to the kernel.
+constexpr int kKeepFreedBytes = 1 << 30;
+
 PYBIND11_MODULE(_shardps, m) {
   using shardps_python::PyClient;
   m.doc() = "ps::Client for Python; use the shardps package.";
+  // gRPC receives into fresh heap blocks and frees them; in a Python
+  // process glibc then returns the top of the heap to the kernel after every
+  // large pull, and the next pull faults every page in again (a 40 MB pull
+  // took 110 ms instead of 16). Freed memory stays with the process.
+  mallopt(M_TRIM_THRESHOLD, kKeepFreedBytes);
   py::class_<PyClient>(m, "Client")
       .def(
           py::init<std::vector<std::string>, std::string, uint32_t, std::string,
