@@ -29,19 +29,22 @@ BIN = os.environ.get("SHARDPS_BIN", "build/bin")
 
 # Status codes (absl / gRPC).
 INVALID_ARGUMENT, DEADLINE_EXCEEDED, NOT_FOUND, UNAVAILABLE = 3, 4, 5, 14
+UNAUTHENTICATED = 16
 
 
 class Servers:
-    """`n` shardps-server processes on loopback, stopped on close()."""
+    """`n` shardps-server processes on loopback (each with `flags`),
+    stopped on close()."""
 
-    def __init__(self, n, job):
+    def __init__(self, n, job, flags=()):
         self.dir = tempfile.TemporaryDirectory(prefix="shardps-py")
         self.procs, self.addrs = [], []
         for i in range(n):
             port_file = os.path.join(self.dir.name, f"port-{i}")
             self.procs.append(subprocess.Popen(
                 [os.path.join(BIN, "shardps-server"), "--host=127.0.0.1",
-                 "--port=0", f"--port_file={port_file}", f"--job={job}"],
+                 "--port=0", f"--port_file={port_file}", f"--job={job}",
+                 *flags],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
             deadline = time.time() + 20
             while not os.path.exists(port_file) and time.time() < deadline:
@@ -180,6 +183,34 @@ class ClientTest(unittest.TestCase):
             gone.wait_ready(timeout_seconds=1)
         self.assertIn(e.exception.code, (UNAVAILABLE, DEADLINE_EXCEEDED))
         self.assertIn("127.0.0.1:1", e.exception.message)
+
+    def test_the_jobs_token_is_sent_and_a_wrong_one_refused(self):
+        with tempfile.TemporaryDirectory() as d:
+            right, wrong = os.path.join(d, "right"), os.path.join(d, "wrong")
+            with open(right, "w") as f:
+                f.write("s3cret-token\n")
+            with open(wrong, "w") as f:
+                f.write("guess")
+            guarded = Servers(1, "tok", [f"--auth_token_file={right}"])
+            try:
+                c = shardps.Client(guarded.addrs, job="tok",
+                                   auth_token_file=right)
+                c.wait_ready()
+                c.create_table("t", 4, optimizer={"name": "sgd",
+                                                  "learning_rate": 1.0})
+                c.push("t", 0, 4, np.ones(4, np.float32))
+                np.testing.assert_array_equal(
+                    c.pull("t", 0, 4, np.zeros(4, np.float32)), -1)
+                for token in (wrong, ""):
+                    intruder = shardps.Client(guarded.addrs, job="tok",
+                                              auth_token_file=token)
+                    with self.assertRaises(shardps.Error) as e:
+                        intruder.create_table(
+                            "t", 4, optimizer={"name": "sgd",
+                                               "learning_rate": 1.0})
+                    self.assertEqual(e.exception.code, UNAUTHENTICATED)
+            finally:
+                guarded.close()
 
     def test_a_blocked_call_lets_other_threads_run(self):
         # Under sync, worker 0's pull at clock 1 waits for worker 1's push
