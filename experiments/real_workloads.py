@@ -97,12 +97,13 @@ def accuracy(args):
 
 
 def bench(cmd, key="samples_per_s"):
-    """`key` of the JSON line `cmd` prints last."""
+    """`key` of the JSON line `cmd` prints last (None: the whole line)."""
     out = subprocess.run(cmd, check=True, capture_output=True, text=True)
     lines = out.stdout.strip().splitlines()
     if not lines:
         sys.exit(f"{cmd[0]} printed nothing: {out.stderr.strip()}")
-    return json.loads(lines[-1])[key]
+    line = json.loads(lines[-1])
+    return line if key is None else line[key]
 
 
 def speed(args):
@@ -195,12 +196,9 @@ def wire(args):
         tcp, push, pull = [], [], []
         for _ in range(args.rounds):
             tcp.append(iperf3_mbps(args.seconds))
-            out = subprocess.run(
-                [abkit.binary("shardps-bench"), "--spawn_servers=1",
-                 "--workers=1", f"--params={params}",
-                 f"--seconds={args.seconds}", "--json"],
-                check=True, capture_output=True, text=True)
-            line = json.loads(out.stdout.strip().splitlines()[-1])
+            line = bench([abkit.binary("shardps-bench"), "--spawn_servers=1",
+                          "--workers=1", f"--params={params}",
+                          f"--seconds={args.seconds}", "--json"], None)
             push.append(line["push_MBps"])
             pull.append(line["pull_MBps"])
         for i in range(args.rounds):

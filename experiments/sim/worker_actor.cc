@@ -66,7 +66,15 @@ class Worker : public std::enable_shared_from_this<Worker> {
         random_(job.seed * 1000003 + w),
         layer_mu_(s4u::Mutex::create()),
         layer_cv_(s4u::ConditionVariable::create()),
-        exchanged_(job.layers.size(), 0) {}
+        exchanged_(job.layers.size(), 0) {
+    for (int l = 0; l < static_cast<int>(job.layers.size()); ++l) {
+      layer_events_.push_back({job.layers[l].forward_at, true, l});
+      layer_events_.push_back({job.layers[l].gradient_at, false, l});
+    }
+    std::stable_sort(
+        layer_events_.begin(), layer_events_.end(),
+        [](const LayerEvent& a, const LayerEvent& b) { return a.at < b.at; });
+  }
 
   void Run() {
     const double process_start = s4u::Engine::get_clock();
@@ -128,21 +136,8 @@ class Worker : public std::enable_shared_from_this<Worker> {
   // counts as pulling, as the real worker's does), and each gradient
   // starts its layer's exchange at once.
   void LayerStep(int step) {
-    struct Event {
-      double at;
-      bool forward;
-      int layer;
-    };
-    std::vector<Event> events;
-    for (int l = 0; l < static_cast<int>(job_.layers.size()); ++l) {
-      events.push_back({job_.layers[l].forward_at, true, l});
-      events.push_back({job_.layers[l].gradient_at, false, l});
-    }
-    std::stable_sort(
-        events.begin(), events.end(),
-        [](const Event& a, const Event& b) { return a.at < b.at; });
     double at = 0;
-    for (const Event& e : events) {
+    for (const LayerEvent& e : layer_events_) {
       s4u::this_actor::sleep_for((e.at - at) * job_.compute_seconds);
       at = e.at;
       if (e.forward) {
@@ -320,8 +315,15 @@ class Worker : public std::enable_shared_from_this<Worker> {
   JobState* const state_;
   BatchRing ring_;
   std::mt19937_64 random_;
-  // Under --overlap=layer: exchanges each layer finished (step k's forward
+  // Under --overlap=layer: a step's layer events in time order (the same
+  // every step), and the exchanges each layer finished (step k's forward
   // needs k of them).
+  struct LayerEvent {
+    double at;  // fraction of the step's compute
+    bool forward;
+    int layer;
+  };
+  std::vector<LayerEvent> layer_events_;
   s4u::MutexPtr layer_mu_;
   s4u::ConditionVariablePtr layer_cv_;
   std::vector<int> exchanged_;

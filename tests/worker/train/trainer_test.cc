@@ -23,6 +23,11 @@
 namespace worker {
 namespace {
 
+// A convolution, a dense layer and the classifier on 4x4 images of 3
+// classes: 4*4+4 + 36*8+8 + 8*3+3 parameters.
+constexpr char kTinyCnn[] = "cnn:4x4x1-c4k2-f8-3";
+constexpr uint64_t kTinyCnnParams = 4u * 4 + 4 + 36u * 8 + 8 + 8u * 3 + 3;
+
 class TrainerTest : public testing::Test {
  protected:
   void SetUp() override {
@@ -49,6 +54,23 @@ class TrainerTest : public testing::Test {
   }
 
   // Rank 0 of 2: 900 records, 29 batches of 32 (the last of 4).
+  // Rank `rank` of two workers training kTinyCnn on `table` (and a run
+  // directory of that name) under `mode`, with --overlap=`overlap`.
+  TrainerOptions TinyCnnWorker(int rank, shardps::ConsistencyMode mode,
+                               const std::string& overlap,
+                               const std::string& table) {
+    TrainerOptions o = Options();
+    o.model = kTinyCnn;
+    o.rank = rank;
+    o.consistency.set_mode(mode);
+    o.consistency.set_num_workers(2);
+    o.consistency.set_straggler_timeout_seconds(30);
+    o.overlap = overlap;
+    o.table = table;
+    o.run_dir = tmp_.path() + "/" + table + std::to_string(rank);
+    return o;
+  }
+
   TrainerOptions Options() {
     TrainerOptions to;
     to.model = "mlp:16-8-3";
@@ -185,7 +207,7 @@ TEST_F(TrainerTest, AConvolutionalModelTrainsOnTheServers) {
   // The 16 features read as a 4 x 4 image: a 2 x 2 convolution of 4 filters,
   // a dense layer of 8, softmax over 3.
   TrainerOptions o = Options();
-  o.model = "cnn:4x4x1-c4k2-f8-3";
+  o.model = kTinyCnn;
   o.epochs = 8;
   std::unique_ptr<ps::Client> client = Connect();
   absl::StatusOr<shardps::WorkerSummary> s = Train(*client, o, absl::Now());
@@ -250,7 +272,7 @@ TEST_F(TrainerTest, OverlappedLayersTrainTheSameModelAsTheBaseline) {
 
 TEST_F(TrainerTest, OverlappedLayersShowTheirExchangesInTheTrace) {
   TrainerOptions o = Options();
-  o.model = "cnn:4x4x1-c4k2-f8-3";
+  o.model = kTinyCnn;
   o.world = 1;
   o.epochs = 1;
   o.overlap = "layer";
@@ -283,7 +305,7 @@ TEST_F(TrainerTest, OverlappedLayersLearnWithEveryCompressionAndUnderSsp) {
   // its own (1-bit keeps a residual per key across the layers' calls).
   for (const char* compression : {"fp16", "bf16", "onebit"}) {
     TrainerOptions o = Options();
-    o.model = "cnn:4x4x1-c4k2-f8-3";
+    o.model = kTinyCnn;
     o.world = 1;
     o.epochs = 8;
     o.overlap = "layer";
@@ -303,17 +325,10 @@ TEST_F(TrainerTest, OverlappedLayersLearnWithEveryCompressionAndUnderSsp) {
   std::vector<std::thread> workers;
   for (int rank = 0; rank < 2; ++rank) {
     workers.emplace_back([&, rank] {
-      TrainerOptions o = Options();
-      o.model = "cnn:4x4x1-c4k2-f8-3";
-      o.rank = rank;
+      TrainerOptions o =
+          TinyCnnWorker(rank, shardps::CONSISTENCY_SSP, "layer", "ssp");
       o.epochs = 8;
-      o.consistency.set_mode(shardps::CONSISTENCY_SSP);
       o.consistency.set_staleness(1);
-      o.consistency.set_num_workers(2);
-      o.consistency.set_straggler_timeout_seconds(30);
-      o.overlap = "layer";
-      o.table = "ssp";
-      o.run_dir = tmp_.path() + "/ssp" + std::to_string(rank);
       ASSERT_EQ(mkdir(o.run_dir.c_str(), 0755), 0);
       std::unique_ptr<ps::Client> client = Connect(rank);
       absl::StatusOr<shardps::WorkerSummary> s = Train(*client, o, absl::Now());
@@ -337,16 +352,10 @@ TEST_F(TrainerTest, OverlappedLayersUnderSyncMatchTheBaseline) {
     std::vector<std::thread> workers;
     for (int rank = 0; rank < 2; ++rank) {
       workers.emplace_back([&, rank] {
-        TrainerOptions o = Options();
-        o.model = "cnn:4x4x1-c4k2-f8-3";
-        o.rank = rank;
+        TrainerOptions o =
+            TinyCnnWorker(rank, shardps::CONSISTENCY_SYNC, overlap,
+                          std::string("sync-") + overlap);
         o.max_steps = 20;
-        o.consistency.set_mode(shardps::CONSISTENCY_SYNC);
-        o.consistency.set_num_workers(2);
-        o.consistency.set_straggler_timeout_seconds(30);
-        o.overlap = overlap;
-        o.table = std::string("sync-") + overlap;
-        o.run_dir = tmp_.path() + "/sync-" + overlap + std::to_string(rank);
         ASSERT_EQ(mkdir(o.run_dir.c_str(), 0755), 0);
         std::unique_ptr<ps::Client> client = Connect(rank);
         absl::StatusOr<shardps::WorkerSummary> s =
@@ -361,12 +370,8 @@ TEST_F(TrainerTest, OverlappedLayersUnderSyncMatchTheBaseline) {
     o.table = std::string("sync-") + overlap;
     std::unique_ptr<ps::Client> client = Connect();
     ASSERT_TRUE(
-        client
-            ->OpenTable({o.table, 4u * 4 + 4 + 36u * 8 + 8 + 8u * 3 + 3},
-                        absl::Seconds(5))
-            .ok());
-    models.push_back(
-        ModelOnServers(*client, o, 4u * 4 + 4 + 36u * 8 + 8 + 8u * 3 + 3));
+        client->OpenTable({o.table, kTinyCnnParams}, absl::Seconds(5)).ok());
+    models.push_back(ModelOnServers(*client, o, kTinyCnnParams));
   }
   EXPECT_EQ(models[1], models[0]);
 }
