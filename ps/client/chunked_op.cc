@@ -18,6 +18,7 @@ constexpr KindNames kKindNames[] = {
     {"/shardps.ParameterServer/Pull", "pull", "pull_rpc"},
     {"/shardps.ParameterServer/Push", "push", "push_rpc"},
     {"/shardps.ParameterServer/PushPull", "push_pull", "push_pull_rpc"},
+    {"/shardps.ParameterServer/Assign", "assign", "assign_rpc"},
 };
 const KindNames& NamesOf(OpKind kind) {
   return kKindNames[static_cast<int>(kind)];

@@ -31,7 +31,7 @@
 namespace ps {
 
 // Which RPC an op's calls make.
-enum class OpKind { kPull, kPush, kPushPull };
+enum class OpKind { kPull, kPush, kPushPull, kAssign };
 
 // What every chunk of one op shares.
 struct OpContext {

@@ -397,13 +397,19 @@ absl::Status Client::PushPull(absl::string_view table, uint64_t begin,
   return SendPush(table, begin, end, grad, out, clock, lr_scale);
 }
 
+absl::Status Client::Assign(absl::string_view table, uint64_t begin,
+                            uint64_t end, const float* values) {
+  return SendPush(table, begin, end, values, nullptr, 0, 1.0f,
+                  /*assign=*/true);
+}
+
 absl::Status Client::SendPush(absl::string_view table, uint64_t begin,
                               uint64_t end, const float* grad, float* out,
-                              uint64_t clock, float lr_scale) {
+                              uint64_t clock, float lr_scale, bool assign) {
   if (begin < end && !GradientIsFinite(grad, end - begin)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("gradient for '", table, "' keys [", begin, ", ", end,
-                     ") contains NaN or Inf; nothing was sent"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        assign ? "values" : "gradient", " for '", table, "' keys [", begin,
+        ", ", end, ") contains NaN or Inf; nothing was sent"));
   }
   if (!std::isfinite(lr_scale) || lr_scale < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -415,7 +421,7 @@ absl::Status Client::SendPush(absl::string_view table, uint64_t begin,
       (*info)->partition, {begin, end},
       options_.push_chunk_bytes / sizeof(float), options_.channels_per_server);
   PooledBuffer encoded;
-  if (options_.push_encoding == shardps::ONEBIT) {
+  if (options_.push_encoding == shardps::ONEBIT && !assign) {
     size_t bytes = 0;
     for (Chunk& chunk : chunks) {
       chunk.encoded_offset = bytes;
@@ -445,12 +451,14 @@ absl::Status Client::SendPush(absl::string_view table, uint64_t begin,
           ? static_cast<int>(chunks.size())
           : options_.max_inflight_per_server * ShardsTouched(chunks)};
   const PushTag tag = OpenPush(lr_scale);
-  absl::Status s =
-      RunRetried(out != nullptr ? "push_pull" : "push", std::move(chunks),
-                 [&](std::vector<Chunk> c) {
-                   return std::make_shared<PushOp>(context, std::move(c), grad,
-                                                   encoded.data(), tag, out);
-                 });
+  absl::Status s = RunRetried(assign           ? "assign"
+                              : out != nullptr ? "push_pull"
+                                               : "push",
+                              std::move(chunks), [&](std::vector<Chunk> c) {
+                                return std::make_shared<PushOp>(
+                                    context, std::move(c), grad, encoded.data(),
+                                    tag, out, assign);
+                              });
   ClosePush(tag.sequence);
   return s;
 }

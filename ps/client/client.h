@@ -175,6 +175,15 @@ class Client {
                         const float* grad, float* out, uint64_t clock = 0,
                         float lr_scale = 1.0f);
 
+  // Replaces the values of keys [begin, end) with values[0, end - begin)
+  // (Assign in proto/shardps.proto): to make rank 0's initial weights the
+  // table's, or to load a model. Float32 whatever the push encoding;
+  // exactly once and all or nothing per shard as Push (values with a NaN
+  // or Inf are refused before anything is sent). Not ordered with other
+  // workers' pushes: call it before training starts.
+  absl::Status Assign(absl::string_view table, uint64_t begin, uint64_t end,
+                      const float* values);
+
   // Bytes of the Push (and PushPull) requests sent and Pull (and PushPull)
   // responses received so far, whole messages as on the wire (retries
   // included).
@@ -194,9 +203,10 @@ class Client {
   absl::Status WaitServer(int s, absl::Time deadline);
   void AddTable(const TableOptions& table);
   // Push, or PushPull when `out` is not null.
+  // Push, PushPull (with `out`) and Assign.
   absl::Status SendPush(absl::string_view table, uint64_t begin, uint64_t end,
                         const float* grad, float* out, uint64_t clock,
-                        float lr_scale);
+                        float lr_scale, bool assign = false);
   absl::StatusOr<TableInfo*> FindTable(absl::string_view table, uint64_t begin,
                                        uint64_t end);
   // Runs the op `make` builds until its chunks all succeeded, retrying the

@@ -41,7 +41,7 @@ absl::Status PushOp::TakeReply(const Chunk& chunk,
 // against a hung server leaves its bytes queued on the socket.
 void PushOp::EncodeRequest(const Chunk& chunk, grpc::ByteBuffer* request) {
   const shardps::ValueEncoding encoding =
-      context_.conns->options().push_encoding;
+      assign_ ? shardps::FLOAT32 : context_.conns->options().push_encoding;
   const size_t n = chunk.keys.size();
   const size_t payload = EncodedBytes(encoding, n);
   PooledBuffer buffer =
@@ -62,7 +62,19 @@ void PushOp::EncodeRequest(const Chunk& chunk, grpc::ByteBuffer* request) {
       std::memcpy(values, grad, payload);
   }
   size_t header_bytes;
-  if (out_ == nullptr) {
+  if (assign_) {
+    shardps::AssignRequest header;
+    header.set_job(context_.conns->options().job);
+    header.set_table(context_.table);
+    header.set_begin(chunk.keys.begin);
+    header.set_end(chunk.keys.end);
+    header.set_worker(context_.conns->options().worker);
+    header.set_session(tag_.session);
+    header.set_sequence(tag_.sequence);
+    header.set_acked_below(tag_.acked_below);
+    header_bytes =
+        WriteHeaderBefore(header, kPushGradientField, payload, values);
+  } else if (out_ == nullptr) {
     shardps::PushRequest header;
     FillPushHeader(chunk, &header);
     header_bytes =

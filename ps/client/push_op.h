@@ -33,17 +33,23 @@ class PushOp final : public ChunkedOp {
   // With `out`, the calls are PushPulls whose values for keys [base_key,
   // ...) go to out[0, ...), which may be grad itself: a chunk's reply
   // lands only where that chunk's gradient was read from, after it was.
+  // An `assign` op sends grad as the keys' new values (Assign calls,
+  // always float32); it has no `out`.
   PushOp(OpContext context, std::vector<Chunk> chunks, const float* grad,
-         const char* encoded, const PushTag& tag, float* out = nullptr)
+         const char* encoded, const PushTag& tag, float* out = nullptr,
+         bool assign = false)
       : ChunkedOp(std::move(context), std::move(chunks)),
         grad_(grad),
         encoded_(encoded),
         tag_(tag),
-        out_(out) {}
+        out_(out),
+        assign_(assign) {}
 
  private:
   OpKind kind() const override {
-    return out_ == nullptr ? OpKind::kPush : OpKind::kPushPull;
+    return assign_           ? OpKind::kAssign
+           : out_ == nullptr ? OpKind::kPush
+                             : OpKind::kPushPull;
   }
   void EncodeRequest(const Chunk& chunk, grpc::ByteBuffer* request) override;
   absl::Status TakeReply(const Chunk& chunk,
@@ -56,6 +62,7 @@ class PushOp final : public ChunkedOp {
   const char* const encoded_;
   const PushTag tag_;
   float* const out_;
+  const bool assign_;
 };
 
 }  // namespace ps

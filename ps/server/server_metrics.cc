@@ -21,6 +21,8 @@ const char* RpcMethodName(RpcMethod method) {
       return "Stats";
     case RpcMethod::kPushPull:
       return "PushPull";
+    case RpcMethod::kAssign:
+      return "Assign";
   }
   return "unknown";
 }

@@ -41,8 +41,8 @@
 
 namespace ps {
 
-enum class RpcMethod { kCreateTable, kPull, kPush, kStats, kPushPull };
-inline constexpr int kNumRpcMethods = 5;
+enum class RpcMethod { kCreateTable, kPull, kPush, kStats, kPushPull, kAssign };
+inline constexpr int kNumRpcMethods = 6;
 const char* RpcMethodName(RpcMethod method);
 
 class ServerMetrics {

@@ -134,9 +134,9 @@ grpc::ServerUnaryReactor* ParameterService::FinishForwarded(
     uint64_t position) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   replicator_->Forward(
-      method == RpcMethod::kPush ? "Push" : "CreateTable", request, position,
+      RpcMethodName(method), request, position,
       [this, reactor, method, start, request, response](absl::Status status) {
-        if (method == RpcMethod::kPush) {
+        if (method != RpcMethod::kCreateTable) {
           status = MaybeDropReply(std::move(status), "push");
         }
         Record(method, start, request->Length(),
@@ -269,25 +269,39 @@ grpc::ServerUnaryReactor* ParameterService::ServeRead(
 grpc::ServerUnaryReactor* ParameterService::Push(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
+  return ServeWrite(RpcMethod::kPush, context, request, response);
+}
+
+grpc::ServerUnaryReactor* ParameterService::Assign(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  return ServeWrite(RpcMethod::kAssign, context, request, response);
+}
+
+grpc::ServerUnaryReactor* ParameterService::ServeWrite(
+    RpcMethod method, grpc::CallbackServerContext* context,
+    const grpc::ByteBuffer* request, grpc::ByteBuffer* response) {
   const absl::Time start = absl::Now();
   const size_t bytes_in = request->Length();
   bool forwarded = false;
   absl::Status status = Admit(*context);
   if (status.ok()) status = CheckRole(*context, &forwarded);
   if (!status.ok()) {
-    return Finish(context, RpcMethod::kPush, start, bytes_in, 0, status);
+    return Finish(context, method, start, bytes_in, 0, status);
   }
   PushOutcome outcome;
-  status =
-      HandlePush(*request, response, forwarded ? context : nullptr, &outcome);
+  const grpc::CallbackServerContext* from = forwarded ? context : nullptr;
+  status = method == RpcMethod::kAssign
+               ? HandleAssign(*request, response, from, &outcome)
+               : HandlePush(*request, response, from, &outcome);
   if (status.ok() && replicator_ != nullptr && !forwarded) {
     // Acknowledged once every replica has it; a duplicate is forwarded
     // too, in case its first arrival's forward had not finished.
-    return FinishForwarded(context, RpcMethod::kPush, start, request, response,
+    return FinishForwarded(context, method, start, request, response,
                            outcome.position);
   }
   status = MaybeDropReply(std::move(status), "push");
-  return Finish(context, RpcMethod::kPush, start, bytes_in,
+  return Finish(context, method, start, bytes_in,
                 status.ok() ? response->Length() : 0, status);
 }
 

@@ -43,12 +43,13 @@
 namespace ps {
 
 using ParameterServiceBase =
-    shardps::ParameterServer::WithRawCallbackMethod_Pull<
-        shardps::ParameterServer::WithRawCallbackMethod_Push<
-            shardps::ParameterServer::WithRawCallbackMethod_PushPull<
-                shardps::ParameterServer::WithRawCallbackMethod_CreateTable<
-                    shardps::ParameterServer::WithRawCallbackMethod_Stats<
-                        shardps::ParameterServer::Service>>>>>;
+    shardps::ParameterServer::WithRawCallbackMethod_Assign<
+        shardps::ParameterServer::WithRawCallbackMethod_Pull<
+            shardps::ParameterServer::WithRawCallbackMethod_Push<
+                shardps::ParameterServer::WithRawCallbackMethod_PushPull<
+                    shardps::ParameterServer::WithRawCallbackMethod_CreateTable<
+                        shardps::ParameterServer::WithRawCallbackMethod_Stats<
+                            shardps::ParameterServer::Service>>>>>>;
 
 struct ServiceOptions {
   std::string job = "default";
@@ -112,6 +113,9 @@ class ParameterService final : public ParameterServiceBase {
   grpc::ServerUnaryReactor* PushPull(grpc::CallbackServerContext* context,
                                      const grpc::ByteBuffer* request,
                                      grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* Assign(grpc::CallbackServerContext* context,
+                                   const grpc::ByteBuffer* request,
+                                   grpc::ByteBuffer* response) override;
 
   // What Pull and Push do with an encoded request once the call is admitted
   // (the fuzz target in tests/fuzz drives these directly). HandlePull calls
@@ -128,6 +132,11 @@ class ParameterService final : public ParameterServiceBase {
   // the state copied from the primary is acknowledged as a duplicate.
   // *outcome, when given, gets what the push did.
   absl::Status HandlePush(
+      const grpc::ByteBuffer& request, grpc::ByteBuffer* response,
+      const grpc::CallbackServerContext* forwarded = nullptr,
+      PushOutcome* outcome = nullptr);
+  // HandlePush for an Assign call (AssignRequest, AssignResponse).
+  absl::Status HandleAssign(
       const grpc::ByteBuffer& request, grpc::ByteBuffer* response,
       const grpc::CallbackServerContext* forwarded = nullptr,
       PushOutcome* outcome = nullptr);
@@ -174,8 +183,21 @@ class ParameterService final : public ParameterServiceBase {
   // the same keys at clock + 1. A pull encoding it cannot answer is refused
   // before the push is applied.
   absl::StatusOr<ParsedPull> ApplyPushPull(const grpc::ByteBuffer& request);
+  // HandlePush and HandleAssign, by their messages.
+  template <typename Request, typename Reply>
+  absl::Status HandleWrite(const grpc::ByteBuffer& request,
+                           grpc::ByteBuffer* response,
+                           const grpc::CallbackServerContext* forwarded,
+                           PushOutcome* outcome);
+  // Push and Assign: admits the call, applies it (HandlePush or
+  // HandleAssign) and, on a primary, answers once the replicas applied it.
+  grpc::ServerUnaryReactor* ServeWrite(RpcMethod method,
+                                       grpc::CallbackServerContext* context,
+                                       const grpc::ByteBuffer* request,
+                                       grpc::ByteBuffer* response);
   // Applies the push in `split` (the gradient) and `push` (the rest of a
-  // PushRequest or PushPullRequest); *table gets its table.
+  // PushRequest or PushPullRequest, or an AssignRequest's values);
+  // *table gets its table.
   template <typename Request>
   absl::StatusOr<PushOutcome> ApplyParsedPush(
       const Request& push, const SplitMessage& split,

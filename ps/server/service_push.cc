@@ -1,5 +1,7 @@
 // ParameterService, continued: taking in a push, of a Push call or of a
 // PushPull (whose answer ps/server/service.cc then reads).
+#include <type_traits>
+
 #include "absl/strings/str_cat.h"
 #include "ps/server/service.h"
 #include "ps/wire/float_pieces.h"
@@ -13,6 +15,8 @@ constexpr int kPushGradientField = shardps::PushRequest::kGradientFieldNumber;
 static_assert(shardps::PushPullRequest::kGradientFieldNumber ==
                   kPushGradientField,
               "a PushPullRequest must parse as a PushRequest");
+static_assert(shardps::AssignRequest::kValuesFieldNumber == kPushGradientField,
+              "an AssignRequest's values are split as a gradient is");
 
 // Splits a push's gradient from its other fields, which are parsed into
 // *push (a PushRequest or a PushPullRequest).
@@ -62,9 +66,24 @@ absl::Status ParameterService::DecodePush(
 absl::Status ParameterService::HandlePush(
     const grpc::ByteBuffer& request, grpc::ByteBuffer* response,
     const grpc::CallbackServerContext* forwarded, PushOutcome* outcome_out) {
+  return HandleWrite<shardps::PushRequest, shardps::PushResponse>(
+      request, response, forwarded, outcome_out);
+}
+
+absl::Status ParameterService::HandleAssign(
+    const grpc::ByteBuffer& request, grpc::ByteBuffer* response,
+    const grpc::CallbackServerContext* forwarded, PushOutcome* outcome_out) {
+  return HandleWrite<shardps::AssignRequest, shardps::AssignResponse>(
+      request, response, forwarded, outcome_out);
+}
+
+template <typename Request, typename Reply>
+absl::Status ParameterService::HandleWrite(
+    const grpc::ByteBuffer& request, grpc::ByteBuffer* response,
+    const grpc::CallbackServerContext* forwarded, PushOutcome* outcome_out) {
   TraceSpan span(tracer_, "handle_push", "server");
   SplitMessage split;
-  shardps::PushRequest push;
+  Request push;
   if (absl::Status s = ParsePushMessage(request, &split, &push); !s.ok()) {
     return s;
   }
@@ -72,7 +91,7 @@ absl::Status ParameterService::HandlePush(
   absl::StatusOr<PushOutcome> outcome =
       ApplyParsedPush(push, split, forwarded, &table);
   if (!outcome.ok()) return outcome.status();
-  shardps::PushResponse reply;
+  Reply reply;
   reply.set_version(outcome->version);
   reply.set_duplicate(outcome->duplicate);
   *response = SerializeSmallMessage(reply);
@@ -102,35 +121,40 @@ absl::StatusOr<PushOutcome> ParameterService::ApplyParsedPush(
   const KeyRange keys{push.begin(), push.end()};
   size_t wire_bytes = 0;
   for (absl::string_view piece : split.bulk) wire_bytes += piece.size();
-  // An encoded gradient is decoded into a reused buffer; float32 is read in
-  // place from the request.
-  absl::Span<const absl::string_view> pieces = split.bulk;
-  PooledBuffer decoded;
-  absl::string_view decoded_view;
-  if (push.encoding() != shardps::FLOAT32) {
-    if (absl::Status s = DecodePush(push.encoding(), t, keys, split.bulk,
-                                    wire_bytes, &decoded);
-        !s.ok()) {
-      return s;
-    }
-    decoded_view = absl::string_view(decoded.data(), keys.size() * 4);
-    pieces = absl::MakeConstSpan(&decoded_view, 1);
-  }
-  FloatPieces gradient(pieces);
   PushArgs args;
   args.worker = push.worker();
-  args.clock = push.clock();
   args.keys = keys;
   args.session = push.session();
   args.sequence = push.sequence();
   args.acked_below = push.acked_below();
-  args.lr_scale =
-      push.has_learning_rate_scale() ? push.learning_rate_scale() : 1.0f;
-  absl::StatusOr<PushOutcome> outcome = t.ApplyPush(args, gradient);
-  if (outcome.ok() && !outcome->duplicate) {
-    bytes_pushed_.fetch_add(wire_bytes, std::memory_order_relaxed);
+  if constexpr (std::is_same_v<Request, shardps::AssignRequest>) {
+    FloatPieces values(split.bulk);
+    return t.Assign(args, values);
+  } else {
+    // An encoded gradient is decoded into a reused buffer; float32 is read
+    // in place from the request.
+    absl::Span<const absl::string_view> pieces = split.bulk;
+    PooledBuffer decoded;
+    absl::string_view decoded_view;
+    if (push.encoding() != shardps::FLOAT32) {
+      if (absl::Status s = DecodePush(push.encoding(), t, keys, split.bulk,
+                                      wire_bytes, &decoded);
+          !s.ok()) {
+        return s;
+      }
+      decoded_view = absl::string_view(decoded.data(), keys.size() * 4);
+      pieces = absl::MakeConstSpan(&decoded_view, 1);
+    }
+    FloatPieces gradient(pieces);
+    args.clock = push.clock();
+    args.lr_scale =
+        push.has_learning_rate_scale() ? push.learning_rate_scale() : 1.0f;
+    absl::StatusOr<PushOutcome> outcome = t.ApplyPush(args, gradient);
+    if (outcome.ok() && !outcome->duplicate) {
+      bytes_pushed_.fetch_add(wire_bytes, std::memory_order_relaxed);
+    }
+    return outcome;
   }
-  return outcome;
 }
 
 absl::StatusOr<ParameterService::ParsedPull> ParameterService::ApplyPushPull(

@@ -49,18 +49,19 @@ absl::StatusOr<uint64_t> ShardStore::Push(KeyRange keys,
   return ApplyChecked(keys, gradient);
 }
 
-absl::Status ShardStore::CheckPush(KeyRange keys, FloatPieces& gradient) const {
+absl::Status ShardStore::CheckPush(KeyRange keys, FloatPieces& gradient,
+                                   absl::string_view what) const {
   if (absl::Status s = CheckKeys(keys); !s.ok()) return s;
   if (gradient.byte_size() != keys.size() * sizeof(float)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "gradient has ", gradient.byte_size(), " bytes but key range [",
+        what, " has ", gradient.byte_size(), " bytes but key range [",
         keys.begin, ", ", keys.end, ") needs ", keys.size() * sizeof(float)));
   }
   // Validate everything before touching anything: a rejected push must leave
   // the table as it was.
   gradient.Reset();
   if (!gradient.RestAllFinite()) {
-    return absl::InvalidArgumentError(absl::StrCat("gradient for key range [",
+    return absl::InvalidArgumentError(absl::StrCat(what, " for key range [",
                                                    keys.begin, ", ", keys.end,
                                                    ") contains NaN or Inf"));
   }
@@ -76,6 +77,15 @@ uint64_t ShardStore::ApplyChecked(KeyRange keys, FloatPieces& gradient,
       updater_->Apply(begin, &values_[begin], run, lr_scale);
       begin += run.size();
     });
+  });
+  return version_.fetch_add(1, std::memory_order_acq_rel) + 1;
+}
+
+uint64_t ShardStore::AssignChecked(KeyRange keys, FloatPieces& values) {
+  values.Reset();
+  ForEachStripe(keys, [&](uint64_t stripe, uint64_t begin, uint64_t end) {
+    absl::MutexLock lock(&stripes_[stripe]);
+    values.Read(&values_[begin], end - begin);
   });
   return version_.fetch_add(1, std::memory_order_acq_rel) + 1;
 }

@@ -58,12 +58,17 @@ class ShardStore {
   absl::StatusOr<uint64_t> Push(KeyRange keys, FloatPieces& gradient);
 
   // Push in two halves, for callers that act between validating a push and
-  // applying it: CheckPush returns Push's errors without changing anything;
-  // ApplyChecked applies a push CheckPush accepted, at the optimizer's
-  // learning rate times `lr_scale`, and returns the version.
-  absl::Status CheckPush(KeyRange keys, FloatPieces& gradient) const;
+  // applying it: CheckPush returns Push's errors without changing anything
+  // (naming the payload `what`); ApplyChecked applies a push CheckPush
+  // accepted, at the optimizer's learning rate times `lr_scale`, and
+  // returns the version.
+  absl::Status CheckPush(KeyRange keys, FloatPieces& gradient,
+                         absl::string_view what = "gradient") const;
   uint64_t ApplyChecked(KeyRange keys, FloatPieces& gradient,
                         float lr_scale = 1.0f);
+  // Replaces the values of `keys` with `values`, which CheckPush accepted,
+  // keeping the optimizer's state; returns the version (one more).
+  uint64_t AssignChecked(KeyRange keys, FloatPieces& values);
 
   // Copies the values into arrays[0] and the updater's per-key state arrays
   // into arrays[1...], resizing `arrays` (its buffers are reused).

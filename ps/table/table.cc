@@ -137,7 +137,10 @@ absl::StatusOr<PushOutcome> Table::ApplyPush(const PushArgs& push,
   }
   if (absl::Status s = BeginWorkerPush(push.worker); !s.ok()) return s;
   absl::ReaderMutexLock hold(&snapshot_mu_);
-  absl::StatusOr<PushOutcome> outcome = AdmitAndApply(push, gradient);
+  absl::StatusOr<PushOutcome> outcome = AdmitOnce(push, [&] {
+    return consistency_.Push(push.worker, push.clock, push.keys, gradient,
+                             push.lr_scale);
+  });
   // Under the snapshot lock: a checkpoint holds a push's clock with it.
   EndWorkerPush(push.worker, push.clock, outcome.ok() && !outcome->duplicate);
   return outcome;
@@ -173,8 +176,8 @@ void Table::EndWorkerPush(uint32_t worker, uint64_t clock, bool applied) {
   seen = std::max(seen, clock);
 }
 
-absl::StatusOr<PushOutcome> Table::AdmitAndApply(const PushArgs& push,
-                                                 FloatPieces& gradient) {
+absl::StatusOr<PushOutcome> Table::AdmitOnce(
+    const PushArgs& push, absl::FunctionRef<absl::StatusOr<uint64_t>()> apply) {
   const PushId id{push.worker, push.session, push.sequence, push.keys.begin};
   absl::StatusOr<Admission> admission = ledger_.Admit(id, push.acked_below);
   if (!admission.ok()) return admission.status();
@@ -183,8 +186,7 @@ absl::StatusOr<PushOutcome> Table::AdmitAndApply(const PushArgs& push,
         admission->version != 0 ? admission->version : store_->version(),
         /*duplicate=*/true};
   }
-  absl::StatusOr<uint64_t> version = consistency_.Push(
-      push.worker, push.clock, push.keys, gradient, push.lr_scale);
+  absl::StatusOr<uint64_t> version = apply();
   if (!version.ok()) {
     ledger_.Abort(id);
     return version.status();
@@ -192,6 +194,18 @@ absl::StatusOr<PushOutcome> Table::AdmitAndApply(const PushArgs& push,
   ledger_.Commit(id, *version);
   const uint64_t position = admitted_.fetch_add(1, std::memory_order_acq_rel);
   return PushOutcome{*version, /*duplicate=*/false, position + 1};
+}
+
+absl::StatusOr<PushOutcome> Table::Assign(const PushArgs& args,
+                                          FloatPieces& values) {
+  if (absl::Status s = store_->CheckPush(args.keys, values, "values");
+      !s.ok()) {
+    return s;
+  }
+  absl::ReaderMutexLock hold(&snapshot_mu_);
+  return AdmitOnce(args, [&]() -> absl::StatusOr<uint64_t> {
+    return store_->AssignChecked(args.keys, values);
+  });
 }
 
 absl::Status Table::Overwrite(const TableSnapshot& snapshot) {

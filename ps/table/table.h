@@ -27,6 +27,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "proto/checkpoint.pb.h"
@@ -128,6 +129,13 @@ class Table {
   absl::StatusOr<PushOutcome> ApplyPush(const PushArgs& push,
                                         FloatPieces& gradient);
 
+  // Replaces the values of args.keys with `values` (AssignRequest in
+  // proto/shardps.proto), once, by the ledger as a push: outside the
+  // consistency barrier and the workers' clocks (args.clock and
+  // args.lr_scale are not read); the optimizer state is kept. Refused, with
+  // nothing changed, as ApplyPush refuses bad keys, length or values.
+  absl::StatusOr<PushOutcome> Assign(const PushArgs& args, FloatPieces& values);
+
   // Whether a pull may have to wait (sync and ssp tables).
   bool pulls_may_wait() const { return consistency_.pulls_may_wait(); }
   // Runs `then` once a pull by `worker` at `clock` may read: at once, or
@@ -178,9 +186,12 @@ class Table {
   // Restore's second half: ledger, barrier and clocks of the snapshot.
   absl::Status RestoreProgress(const shardps::TableCheckpoint& meta,
                                std::vector<float> sum);
-  // Under the snapshot lock (shared): the ledger, then the consistency.
-  absl::StatusOr<PushOutcome> AdmitAndApply(const PushArgs& push,
-                                            FloatPieces& gradient);
+  // Under the snapshot lock (shared): admits the push through the ledger,
+  // then, unless it is a duplicate, runs `apply` (the new version, or an
+  // error that aborts the admission).
+  absl::StatusOr<PushOutcome> AdmitOnce(
+      const PushArgs& push,
+      absl::FunctionRef<absl::StatusOr<uint64_t>()> apply);
   // async: admits `worker` under max_workers, counting it as pending until
   // EndWorkerPush; RESOURCE_EXHAUSTED for one too many.
   absl::Status BeginWorkerPush(uint32_t worker);

@@ -146,6 +146,50 @@ TEST_F(PushPullTest, LostRepliesAreRetriedAndEachPushAppliedOnce) {
   EXPECT_GT(duplicates, 5u);
 }
 
+TEST_F(PushPullTest, AssignSetsExactValuesOnEveryShardOnce) {
+  // fp16 pushes, lost replies: the values still land exactly, once.
+  Start(3, /*drop_reply_fraction=*/0.3);
+  ClientOptions o;
+  o.server_addrs = addrs_;
+  o.job = "pp";
+  o.chunk_bytes = 512;
+  o.push_encoding = shardps::FP16;
+  o.retry_give_up = absl::Seconds(30);
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(o);
+  ASSERT_TRUE(client.ok()) << client.status();
+  constexpr uint64_t kParams = 1000;
+  ASSERT_TRUE(
+      (*client)->CreateTable(testutil::ConstantTable(kParams, 5.0f)).ok());
+  std::vector<float> assigned(kParams);
+  for (uint64_t k = 0; k < kParams; ++k) assigned[k] = 1.0f / (k + 3);
+  ASSERT_TRUE((*client)->Assign("w", 10, kParams, assigned.data() + 10).ok());
+  std::vector<float> values(kParams);
+  ASSERT_TRUE((*client)->Pull("w", 0, kParams, values.data()).ok());
+  for (uint64_t k = 0; k < kParams; ++k) {
+    ASSERT_EQ(values[k], k < 10 ? 5.0f : assigned[k]) << k;
+  }
+  // A push after it moves the assigned values (rate 1, gradient 1).
+  std::vector<float> ones(kParams, 1.0f);
+  ASSERT_TRUE((*client)->Push("w", 0, kParams, ones.data()).ok());
+  ASSERT_TRUE((*client)->Pull("w", 0, kParams, values.data()).ok());
+  EXPECT_EQ(values[500], assigned[500] - 1.0f);
+  uint64_t assign_calls = 0;
+  absl::StatusOr<std::vector<shardps::StatsResponse>> stats =
+      (*client)->Stats();
+  ASSERT_TRUE(stats.ok());
+  for (const shardps::StatsResponse& s : *stats) {
+    assign_calls += Calls(s, "Assign");
+  }
+  EXPECT_GE(assign_calls, 8u);  // 990 keys in 128-key pieces, and retries
+  // Values with a NaN are refused before anything is sent.
+  assigned[999] = std::numeric_limits<float>::quiet_NaN();
+  const absl::Status nan = (*client)->Assign("w", 0, kParams, assigned.data());
+  EXPECT_TRUE(absl::IsInvalidArgument(nan)) << nan;
+  EXPECT_NE(nan.message().find("values for 'w' keys [0, 1000) contains NaN"),
+            std::string::npos)
+      << nan;
+}
+
 // Workers of a sync or ssp table: clock c's PushPull answers what a pull at
 // clock c + 1 reads. Pieces outnumber the client's usual window per shard
 // (4): a sync answer waits for the clock's every piece, the worker's own

@@ -311,6 +311,47 @@ TEST_F(ReplicationTest, APushPullIsAnsweredOnceTheBackupHasItsPush) {
   EXPECT_EQ(values, std::vector<float>(kKeys, 97.0f));
 }
 
+TEST_F(ReplicationTest, AnAssignIsAcknowledgedOnceTheBackupHasIt) {
+  std::unique_ptr<Server> a, b;
+  ASSERT_NO_FATAL_FAILURE(StartPrimaryAndBackup(&a, &b));
+  // Built from the proto alone, as any client would.
+  shardps::AssignRequest request;
+  request.set_job(kJob);
+  request.set_table("w");
+  request.set_end(kKeys);
+  request.set_session(9);
+  request.set_sequence(1);
+  request.set_acked_below(1);
+  std::vector<float> assigned(kKeys);
+  for (uint64_t k = 0; k < kKeys; ++k) assigned[k] = 0.25f * k;
+  request.set_values(std::string(reinterpret_cast<const char*>(assigned.data()),
+                                 kKeys * sizeof(float)));
+  shardps::AssignResponse response;
+  {
+    grpc::ClientContext context;
+    const grpc::Status s = Stub(*a)->Assign(&context, request, &response);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+  EXPECT_FALSE(response.duplicate());
+  EXPECT_EQ(Stats(*b).tables(0).version(), 1u);
+  {
+    grpc::ClientContext context;
+    const grpc::Status s = Stub(*b)->Assign(&context, request, &response);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE);
+  }
+  a.reset();
+  AwaitRole(*b, "primary");
+  {
+    grpc::ClientContext context;
+    const grpc::Status s = Stub(*b)->Assign(&context, request, &response);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+  EXPECT_TRUE(response.duplicate());
+  std::vector<float> values;
+  ASSERT_TRUE(Pull(*b, &values).ok());
+  EXPECT_EQ(values, assigned);
+}
+
 // How many lines of `log` contain `text`.
 int Lines(testutil::RecordingLog& log, absl::string_view text) {
   int n = 0;

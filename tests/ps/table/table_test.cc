@@ -327,6 +327,99 @@ TEST(TableTest, OverwriteOfASyncTableTakesTheBarrierMidClock) {
   EXPECT_FALSE(first->duplicate);
 }
 
+// Assigns values[k] = first + k to `keys` as (worker 5, session, sequence).
+absl::StatusOr<PushOutcome> AssignRamp(Table* table, uint64_t session,
+                                       uint64_t sequence, KeyRange keys,
+                                       float first) {
+  PushArgs args;
+  args.worker = 5;  // outside a two-worker barrier: an assignment has none
+  args.keys = keys;
+  args.session = session;
+  args.sequence = sequence;
+  args.acked_below = sequence;
+  std::vector<float> values(keys.size());
+  for (size_t k = 0; k < values.size(); ++k) values[k] = first + k;
+  const absl::string_view bytes(reinterpret_cast<const char*>(values.data()),
+                                values.size() * sizeof(float));
+  FloatPieces pieces(absl::MakeConstSpan(&bytes, 1));
+  return table->Assign(args, pieces);
+}
+
+TEST(TableTest, AssignReplacesValuesOnceAndKeepsTheOptimizerState) {
+  shardps::CreateTableRequest spec = TableSpec("m", 1000, 1, 0, 0.5f);
+  spec.mutable_optimizer()->set_name("momentum");
+  spec.mutable_optimizer()->set_momentum(0.5f);
+  std::unique_ptr<Table> table = Make(spec);
+  ASSERT_TRUE(PushValue(table.get(), 0, 3, 1, 2.0f).ok());  // v = 2
+  const KeyRange keys{100, 300};
+  absl::StatusOr<PushOutcome> first = AssignRamp(table.get(), 3, 2, keys, 7);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_FALSE(first->duplicate);
+  EXPECT_EQ(first->version, 2u);
+  // A retry is acknowledged, not applied again over a later push.
+  ASSERT_TRUE(PushValue(table.get(), 0, 3, 3, 0.0f).ok());
+  absl::StatusOr<PushOutcome> again = AssignRamp(table.get(), 3, 2, keys, 7);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->duplicate);
+  EXPECT_EQ(table->version(), 3u);
+  // The last push (gradient 0) moved every key by the momentum it kept:
+  // v = 0.5 * 2 = 1, w -= 0.5 * 1.
+  const std::vector<float> values = Values(table.get());
+  EXPECT_EQ(values[100], 7.0f - 0.5f);
+  EXPECT_EQ(values[299], 7.0f + 199 - 0.5f);
+  const std::vector<float> initial = Values(Make(spec).get());
+  // Outside the range: two steps, -1 then -0.5.
+  EXPECT_EQ(values[99], initial[99] - 1.0f - 0.5f);
+  EXPECT_EQ(values[300], initial[300] - 1.0f - 0.5f);
+  // And the snapshot holds the assignment and its ledger entry.
+  std::unique_ptr<Table> reborn = Reborn(*table);
+  EXPECT_EQ(Values(reborn.get()), values);
+  absl::StatusOr<PushOutcome> retried = AssignRamp(reborn.get(), 3, 2, keys, 7);
+  ASSERT_TRUE(retried.ok()) << retried.status();
+  EXPECT_TRUE(retried->duplicate);
+}
+
+TEST(TableTest, ARefusedAssignChangesNothing) {
+  std::unique_ptr<Table> table = Make(TableSpec("w", 64, 1, 0, 1.0f));
+  const std::vector<float> initial = Values(table.get());
+  std::vector<float> values(64, 1.0f);
+  values[5] = std::numeric_limits<float>::infinity();
+  const absl::string_view bytes(reinterpret_cast<const char*>(values.data()),
+                                values.size() * sizeof(float));
+  FloatPieces pieces(absl::MakeConstSpan(&bytes, 1));
+  PushArgs args;
+  args.keys = table->range();
+  args.session = 4;
+  args.sequence = 1;
+  const absl::Status inf = table->Assign(args, pieces).status();
+  EXPECT_TRUE(absl::IsInvalidArgument(inf)) << inf;
+  EXPECT_NE(inf.message().find("values for key range [0, 64)"),
+            std::string::npos)
+      << inf;
+  args.keys = {0, 32};  // 64 values for 32 keys
+  const absl::Status length = table->Assign(args, pieces).status();
+  EXPECT_NE(length.message().find("values has 256 bytes"), std::string::npos)
+      << length;
+  EXPECT_EQ(Values(table.get()), initial);
+  EXPECT_EQ(table->version(), 0u);
+  ASSERT_TRUE(AssignRamp(table.get(), 4, 1, table->range(), 0).ok());
+  EXPECT_EQ(Values(table.get())[63], 63.0f);
+}
+
+TEST(TableTest, AnAssignNeitherWaitsForNorCompletesASyncClock) {
+  std::unique_ptr<Table> table = Make(SyncSpec(1000));
+  const KeyRange all = table->range();
+  ASSERT_TRUE(PushValue(table.get(), 0, 0, 0, 2.0f).ok());
+  ASSERT_TRUE(AssignRamp(table.get(), 8, 1, all, 1).ok());
+  EXPECT_EQ(StatsOf(table.get()).consistency_clock(), 0u);
+  EXPECT_EQ(Values(table.get())[10], 11.0f);
+  ASSERT_TRUE(PushValue(table.get(), 1, 0, 0, 4.0f).ok());
+  EXPECT_EQ(StatsOf(table.get()).consistency_clock(), 1u);
+  // The clock's mean gradient 3 at lr 0.5 lands on the assigned values.
+  EXPECT_EQ(Values(table.get())[10], 11.0f - 1.5f);
+  EXPECT_EQ(Clocks(*table), (std::map<uint32_t, uint64_t>{{0, 0}, {1, 0}}));
+}
+
 TEST(TableTest, ArraysPerKeyCountValuesOptimizerStateAndTheSyncSum) {
   EXPECT_EQ(Table::ArraysPerKey(TableSpec("w", 10)), 1);
   EXPECT_EQ(Table::ArraysPerKey(SyncSpec(10)), 2);
