@@ -12,7 +12,6 @@
 #include "absl/synchronization/mutex.h"
 
 namespace ps {
-namespace {
 
 // gRPC receives each message into buffers it mallocs and frees per read.
 // With glibc's default, dynamically adjusted thresholds those megabyte-sized
@@ -31,8 +30,6 @@ void TuneProcessForBulkTransfers() {
   // 16 KiB of every push. Tests keep it on.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 }
-
-}  // namespace
 
 GrpcRuntime::GrpcRuntime() { grpc_init(); }
 GrpcRuntime::~GrpcRuntime() { grpc_shutdown_blocking(); }

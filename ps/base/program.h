@@ -35,6 +35,12 @@ class GrpcRuntime {
 // arguments. --help lists the flags of the *_main.cc and *_flags.cc files.
 std::vector<char*> InitProgram(int argc, char** argv, absl::string_view usage);
 
+// The process tuning InitProgram applies (fixed malloc thresholds, so that
+// megabyte buffers are reused warm rather than faulted in again; Abseil's
+// deadlock detection off), for a process whose main() is not ours: the
+// Python module calls it when imported.
+void TuneProcessForBulkTransfers();
+
 // The stop signals (SIGINT, SIGTERM, SIGHUP), blocked in every thread so
 // that the main thread takes them when it is ready to stop in order. Build
 // one first thing in main(), before any thread exists: threads inherit the
