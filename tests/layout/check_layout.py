@@ -36,7 +36,7 @@ RULES = {
     "worker/train": ["ps/base", "ps/wire", "ps/client", "ps/obs", "loader",
                      "model"],
     "worker/launch": ["ps/base", "ps/wire", "ps/client", "ps/obs", "ps/coord"],
-    "worker/python": ["ps/client"],
+    "worker/python": ["ps/base", "ps/wire", "ps/client", "ps/obs"],
     "experiments": [],
 }
 CHECKED_ROOTS = ("ps/", "loader/", "model/", "worker/", "experiments/")

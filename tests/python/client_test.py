@@ -9,8 +9,8 @@ released).
 Needs build/python (PYTHONPATH) and build/bin (SHARDPS_BIN); exits 77
 (skipped) when the package was not built."""
 
+import json
 import os
-import subprocess
 import sys
 import tempfile
 import threading
@@ -20,43 +20,15 @@ import unittest
 try:
     import numpy as np
     import shardps
+    from servers import Servers, require_torch
 except ImportError as e:
     print(f"SKIP: the shardps package is not importable ({e}); build it "
           "with pybind11-dev and set PYTHONPATH=build/python")
     sys.exit(77)
 
-BIN = os.environ.get("SHARDPS_BIN", "build/bin")
-
 # Status codes (absl / gRPC).
 INVALID_ARGUMENT, DEADLINE_EXCEEDED, NOT_FOUND, UNAVAILABLE = 3, 4, 5, 14
 UNAUTHENTICATED = 16
-
-
-class Servers:
-    """`n` shardps-server processes on loopback (each with `flags`),
-    stopped on close()."""
-
-    def __init__(self, n, job, flags=()):
-        self.dir = tempfile.TemporaryDirectory(prefix="shardps-py")
-        self.procs, self.addrs = [], []
-        for i in range(n):
-            port_file = os.path.join(self.dir.name, f"port-{i}")
-            self.procs.append(subprocess.Popen(
-                [os.path.join(BIN, "shardps-server"), "--host=127.0.0.1",
-                 "--port=0", f"--port_file={port_file}", f"--job={job}",
-                 *flags],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-            deadline = time.time() + 20
-            while not os.path.exists(port_file) and time.time() < deadline:
-                time.sleep(0.02)
-            with open(port_file) as f:
-                self.addrs.append(f"127.0.0.1:{f.read().strip()}")
-
-    def close(self):
-        for p in self.procs:
-            p.kill()
-            p.wait()
-        self.dir.cleanup()
 
 
 class ClientTest(unittest.TestCase):
@@ -104,23 +76,75 @@ class ClientTest(unittest.TestCase):
         self.assertGreater(c.push_bytes, 4000 + 800)
 
     def test_torch_tensors_share_their_memory(self):
-        try:
-            import torch
-        except ImportError:
-            if os.environ.get("CI") == "true":
-                self.fail("python3-torch is missing in CI "
-                          "(deploy/install-deps.sh installs it)")
-            self.skipTest("python3-torch is not installed")
+        torch = require_torch(self)
         c = self.client()
         c.create_table("torch", 64, optimizer={"name": "sgd",
                                                "learning_rate": 1.0},
                        init={"kind": "constant", "value": 2.0})
         weights = torch.zeros(8, 8)
-        c.pull("torch", 0, 64, weights.numpy())
+        self.assertIs(c.pull("torch", 0, 64, weights), weights)
         self.assertTrue(torch.equal(weights, torch.full((8, 8), 2.0)))
-        c.push("torch", 0, 64, torch.ones(64).numpy())
-        c.pull("torch", 0, 64, weights.numpy())
-        self.assertTrue(torch.equal(weights, torch.ones(8, 8)))
+        # A parameter that requires grad is written in place all the same.
+        param = torch.nn.Parameter(torch.zeros(64))
+        c.push_pull("torch", 0, 64, torch.ones(64), param)
+        self.assertTrue(torch.equal(param.detach(), torch.ones(64)))
+        with self.assertRaisesRegex(TypeError, "out must hold float32"):
+            c.pull("torch", 0, 64, torch.zeros(64, dtype=torch.float64))
+        with self.assertRaisesRegex(ValueError, "must be C-contiguous"):
+            c.pull("torch", 0, 64, torch.zeros(8, 8).t())
+
+    def test_assign_sets_exact_values_whatever_the_compression(self):
+        torch = require_torch(self)
+        with self.client(compression="fp16") as c:
+            c.create_table("assign", 1000, optimizer={"name": "adam",
+                                                      "learning_rate": 0.1,
+                                                      "beta1": 0.9,
+                                                      "beta2": 0.999,
+                                                      "epsilon": 1e-8})
+            # Values fp16 cannot hold, which an fp16 push would round.
+            values = torch.arange(1000, dtype=torch.float32) / 3 + 1e-4
+            c.assign("assign", 0, 1000, values)
+            got = np.zeros(1000, np.float32)
+            with self.client() as exact:
+                exact.open_table("assign", 1000)
+                exact.pull("assign", 0, 1000, got)
+            np.testing.assert_array_equal(got, values.numpy())
+            values[3] = float("inf")
+            with self.assertRaises(shardps.Error) as e:
+                c.assign("assign", 0, 1000, values)
+            self.assertEqual(e.exception.code, INVALID_ARGUMENT)
+            self.assertIn("values for 'assign' keys [0, 1000) contains NaN "
+                          "or Inf", e.exception.message)
+        with self.assertRaises(shardps.Error) as e:
+            c.pull("assign", 0, 1000, got)
+        self.assertEqual(e.exception.code_name, "FAILED_PRECONDITION")
+        self.assertIn("closed", e.exception.message)
+        with self.assertRaises(shardps.Error) as e:
+            self.client(compression="zip")
+        self.assertEqual(e.exception.code, INVALID_ARGUMENT)
+        self.assertIn("compression 'zip'", e.exception.message)
+
+    def test_a_trace_holds_the_calls_and_the_recorded_spans(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "w.trace.json")
+            c = self.client(trace=path, trace_name="worker-7")
+            c.create_table("traced", 10, optimizer={"name": "sgd",
+                                                    "learning_rate": 1.0})
+            values = np.zeros(10, np.float32)
+            c.push_pull("traced", 0, 10, values, values)
+            now = time.time()
+            c.record_span("compute", now - 0.5, now)
+            with self.assertRaisesRegex(ValueError, "span 'think' is not"):
+                c.record_span("think", now, now)
+            c.close()
+            with open(path) as f:
+                events = json.load(f)["traceEvents"]
+        names = {e["name"] for e in events}
+        self.assertIn("push_pull_rpc", names)
+        self.assertIn("compute", names)
+        compute = next(e for e in events if e["name"] == "compute")
+        self.assertAlmostEqual(compute["dur"], 500000, delta=1000)
+        self.assertIn("worker-7", json.dumps(events))
 
     def test_buffers_are_checked_by_name(self):
         c = self.client()

@@ -4,9 +4,14 @@
 // SSH.
 //   shardps-launch --servers=4 --workers=8 --loader=parallel --run_dir=RUN
 //       --data=DATA [--cluster=emulated] -- --epochs=1 --batch=64
+// or, with Python workers (worker/python/shardps/worker.py):
+//   shardps-launch --servers=2 --workers=2 --worker_script=train.py -- ...
 // Writes RUN/summary.json and every process's log into RUN; exits non-zero
 // if any process failed. Ctrl-C stops everything (and tears the emulated
 // cluster down).
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <utility>
@@ -16,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "ps/base/file_io.h"
 #include "ps/base/program.h"
 #include "ps/wire/security_flags.h"
 #include "worker/launch/launch_run.h"
@@ -70,6 +76,16 @@ ABSL_FLAG(int, metrics_port, 0,
 ABSL_FLAG(std::string, compression, "",
           "Given to every worker as --compression (none, fp16, bf16, "
           "onebit); empty: the worker's default.");
+ABSL_FLAG(std::string, worker_script, "",
+          "A Python script to run as each worker instead of shardps-worker "
+          "(with --python, the shardps package on its PYTHONPATH): the flags "
+          "after -- are its own, followed by the launcher's worker flags "
+          "(worker/python/shardps/worker.py reads them).");
+ABSL_FLAG(std::string, python, "/usr/bin/python3",
+          "With --worker_script: the interpreter on every worker host.");
+ABSL_FLAG(std::string, python_path, "",
+          "With --worker_script: where the shardps package is on the worker "
+          "hosts (default: the build's python/ beside this binary's bin/).");
 ABSL_FLAG(std::string, server_flags, "",
           "Extra shardps-server flags, space-separated (e.g. TLS files).");
 ABSL_FLAG(double, ready_timeout_s, 60,
@@ -90,6 +106,31 @@ std::vector<std::string> Words(const std::string& text) {
   return absl::StrSplit(text, ' ', absl::SkipWhitespace());
 }
 
+// --worker_script, --python and --python_path into *o; the script must
+// exist here (it is given to every host by its absolute path).
+absl::Status ReadWorkerScript(worker::LaunchOptions* o) {
+  const std::string script = absl::GetFlag(FLAGS_worker_script);
+  if (script.empty()) return absl::OkStatus();
+  char resolved[PATH_MAX];
+  if (realpath(script.c_str(), resolved) == nullptr) {
+    return ps::ErrnoStatus(errno, "--worker_script: read", script);
+  }
+  o->worker_script = resolved;
+  o->python = absl::GetFlag(FLAGS_python);
+  o->python_path = absl::GetFlag(FLAGS_python_path);
+  if (o->python_path.empty()) {
+    const std::string bin = ps::SiblingBinary("");
+    char parent[PATH_MAX];
+    if (realpath((bin + "../python").c_str(), parent) == nullptr) {
+      return ps::ErrnoStatus(errno,
+                             "find the shardps package (set --python_path)",
+                             bin + "../python");
+    }
+    o->python_path = parent;
+  }
+  return absl::OkStatus();
+}
+
 // The processes, their flags and what the run records.
 absl::Status ReadRunFlags(const std::vector<char*>& rest,
                           worker::LaunchOptions* o) {
@@ -107,6 +148,7 @@ absl::Status ReadRunFlags(const std::vector<char*>& rest,
   o->progress_every = absl::Seconds(absl::GetFlag(FLAGS_progress_s));
   o->server_binary = ps::SiblingBinary("shardps-server");
   o->worker_binary = ps::SiblingBinary("shardps-worker");
+  if (absl::Status s = ReadWorkerScript(o); !s.ok()) return s;
   o->server_args = Words(absl::GetFlag(FLAGS_server_flags));
   // The launcher's shortcuts first: flags after -- win.
   const std::pair<const char*, std::string> shortcuts[] = {

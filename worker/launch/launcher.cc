@@ -21,6 +21,7 @@
 #include "worker/launch/remote_process.h"
 #include "worker/launch/replica_set.h"
 #include "worker/launch/run_record.h"
+#include "worker/launch/worker_command.h"
 
 namespace worker {
 namespace {
@@ -78,7 +79,8 @@ class Run {
     Progress("servers healthy");
     if (absl::Status s = StartWorkers(); !s.ok()) return s;
     if (absl::Status s = Monitor(); !s.ok()) return s;
-    absl::Status evaluated = EvaluateFinalModel(**client);
+    absl::Status evaluated = absl::OkStatus();
+    if (o_.worker_script.empty()) evaluated = EvaluateFinalModel(**client);
     RecordServerStats(**client);
     return evaluated;
   }
@@ -101,7 +103,7 @@ class Run {
     }
     args.insert(args.end(), o_.server_args.begin(), o_.server_args.end());
     if (o_.trace) {
-      args.push_back(TraceFlag(name));
+      args.push_back(TraceFlag(o_.run_dir, name));
       args.push_back("--trace_name=" + name);
     }
     if (o_.metrics_port > 0) {
@@ -245,56 +247,13 @@ class Run {
     }
   }
 
-  // What every worker process gets besides its own flags.
-  std::vector<std::string> JobArgs() const {
-    std::vector<std::string> args = {
-        replicas_ != nullptr
-            ? absl::StrCat("--etcd=", replicas_->endpoint())
-            : absl::StrCat("--server_addrs=", absl::StrJoin(addrs_, ",")),
-        absl::StrCat("--world=", o_.workers),
-        absl::StrCat("--loader=", o_.loader),
-        absl::StrCat("--overlap=", o_.overlap),
-        absl::StrCat("--run_dir=", o_.run_dir),
-        absl::StrCat("--job=", o_.job)};
-    if (replicas_ != nullptr) {
-      args.push_back(absl::StrCat("--num_servers=", o_.servers));
-    }
-    if (!o_.data.empty()) args.push_back(absl::StrCat("--data=", o_.data));
-    if (!o_.auth_token_file.empty()) {
-      args.push_back("--auth_token_file=" + o_.auth_token_file);
-    }
-    const std::pair<const char*, const std::string&> tls[] = {
-        {"--tls_ca=", o_.tls.ca},
-        {"--tls_cert=", o_.tls.cert},
-        {"--tls_key=", o_.tls.key}};
-    for (const auto& [flag, file] : tls) {
-      if (!file.empty()) args.push_back(flag + file);
-    }
-    return args;
-  }
-
   // The command of worker `rank`; `process` names it in traces.
   std::vector<std::string> WorkerArgv(int rank,
                                       const std::string& process) const {
-    std::vector<std::string> argv = {o_.worker_binary};
-    argv.insert(argv.end(), o_.worker_args.begin(), o_.worker_args.end());
-    const std::vector<std::string> job = JobArgs();
-    argv.insert(argv.end(), job.begin(), job.end());
-    argv.push_back(absl::StrCat("--rank=", rank));
-    if (o_.trace) {
-      argv.push_back(TraceFlag(process));
-      argv.push_back("--trace_name=" + process);
-    }
-    if (o_.metrics_port > 0 && process != "evaluate") {
-      argv.push_back(absl::StrCat("--metrics_port=",
-                                  o_.metrics_port + ServerProcesses() + rank));
-      argv.push_back("--metrics_host=" + o_.worker_hosts[rank].address);
-    }
-    return argv;
-  }
-
-  std::string TraceFlag(const std::string& process) const {
-    return absl::StrCat("--trace=", o_.run_dir, "/", process, ".trace.json");
+    return WorkerCommand(
+        o_,
+        {addrs_, replicas_ != nullptr ? replicas_->endpoint() : std::string()},
+        rank, process);
   }
 
   // Joins the processes' traces (written when they stopped) into
@@ -462,6 +421,10 @@ class Run {
       RecordProcess(*evaluator_, o_.worker_hosts[0].address);
     }
     AddWorkerSummaries(o_.run_dir, o_.workers, &summary_);
+    // A Python worker's script evaluates the model itself, on rank 0.
+    if (!o_.worker_script.empty()) {
+      summary_.set_final_test_accuracy(summary_.test_accuracy());
+    }
   }
 
   const LaunchOptions& o_;

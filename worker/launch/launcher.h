@@ -58,6 +58,13 @@ struct LaunchOptions {
   std::string control_address = "127.0.0.1";
   std::string server_binary;
   std::string worker_binary;
+  // Non-empty: workers are this Python script (--worker_script), run as
+  // `env PYTHONPATH=python_path python script <worker_args> <the
+  // launcher's flags>` instead of worker_binary; the launcher then takes
+  // the final accuracy from rank 0's summary rather than evaluating.
+  std::string worker_script;
+  std::string python = "/usr/bin/python3";
+  std::string python_path;  // where the shardps package is
   absl::Duration ready_timeout = absl::Seconds(60);
   // Every server and worker writes a Chrome trace to
   // RUN_DIR/<process>.trace.json; at the end they are merged into

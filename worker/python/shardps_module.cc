@@ -9,7 +9,6 @@
 // status code and the servers' message.
 //
 // Thread-safety: as ps::Client, every method may be called from any thread.
-#include <malloc.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -20,10 +19,14 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "google/protobuf/util/json_util.h"
 #include "proto/shardps.pb.h"
+#include "ps/base/program.h"
 #include "ps/client/client.h"
+#include "ps/obs/trace.h"
+#include "ps/wire/value_codec.h"
 
 namespace py = pybind11;
 
@@ -70,7 +73,7 @@ py::buffer_info FloatBuffer(const py::object& object, uint64_t n, bool writable,
   } catch (const py::error_already_set&) {
     throw py::type_error(absl::StrCat(
         name, " must be a ", writable ? "writable " : "",
-        "buffer of float32 (a NumPy array or torch tensor's .numpy())"));
+        "buffer of float32 (a NumPy array or a CPU torch tensor)"));
   }
   if (info.format != py::format_descriptor<float>::format() ||
       info.itemsize != sizeof(float)) {
@@ -100,33 +103,90 @@ uint64_t RangeSize(uint64_t begin, uint64_t end) {
   return end - begin;
 }
 
+// The spans a Python worker records of its own (the tracer keeps names by
+// pointer, so they are these literals).
+constexpr const char* kSpanNames[] = {"step", "read",      "compute",
+                                      "pull", "push",      "push_pull",
+                                      "wait", "broadcast", "evaluate"};
+
 class PyClient {
  public:
-  PyClient(std::vector<std::string> server_addrs, std::string job,
-           uint32_t worker, std::string auth_token, std::string tls_ca,
+  // Where the servers are, and how to reach them (ps::ClientOptions).
+  struct Reach {
+    std::vector<std::string> server_addrs;
+    std::string etcd;
+    int num_servers = 0;
+    std::string job;
+    uint32_t worker = 0;
+    std::string compression;
+  };
+
+  PyClient(Reach reach, std::string auth_token, std::string tls_ca,
            std::string tls_cert, std::string tls_key, double timeout_seconds,
-           double retry_seconds) {
+           double retry_seconds, std::string trace, std::string trace_name) {
     ps::ClientOptions o;
-    o.server_addrs = std::move(server_addrs);
-    o.job = std::move(job);
-    o.worker = worker;
+    o.server_addrs = std::move(reach.server_addrs);
+    o.etcd = std::move(reach.etcd);
+    o.num_shards = reach.num_servers;
+    o.job = std::move(reach.job);
+    o.worker = reach.worker;
+    absl::StatusOr<ps::WireEncodings> encodings =
+        ps::EncodingsFor(reach.compression);
+    if (!encodings.ok()) {
+      Raise(absl::InvalidArgumentError(
+          absl::StrCat("compression '", reach.compression,
+                       "': ", encodings.status().message())));
+    }
+    o.pull_encoding = encodings->pull;
+    o.push_encoding = encodings->push;
     o.tls = {std::move(tls_cert), std::move(tls_key), std::move(tls_ca)};
     o.rpc_timeout = absl::Seconds(timeout_seconds);
     o.retry_give_up = absl::Seconds(retry_seconds);
     o.auth_token = std::move(auth_token);
+    if (!trace.empty()) {
+      absl::StatusOr<std::unique_ptr<ps::Tracer>> tracer =
+          ps::Tracer::Open({trace, trace_name});
+      Check(tracer.status());
+      tracer_ = *std::move(tracer);
+      o.tracer = tracer_.get();
+    }
     absl::StatusOr<std::unique_ptr<ps::Client>> client =
         ps::Client::Connect(std::move(o));
     Check(client.status());
     client_ = *std::move(client);
   }
 
-  int num_servers() const { return client_->num_servers(); }
+  int num_servers() const { return Live().num_servers(); }
+
+  // Ends the client, then writes the trace; later calls raise.
+  void Close() {
+    py::gil_scoped_release release;
+    client_.reset();
+    tracer_.reset();
+  }
+
+  // A span of the calling thread in the trace (none without one): `name`
+  // one of kSpanNames, times in seconds since the epoch (time.time()).
+  void RecordSpan(const std::string& name, double start, double end) {
+    const char* literal = nullptr;
+    for (const char* known : kSpanNames) {
+      if (name == known) literal = known;
+    }
+    if (literal == nullptr) {
+      throw py::value_error(absl::StrCat("span '", name, "' is not one of ",
+                                         absl::StrJoin(kSpanNames, ", ")));
+    }
+    if (tracer_ == nullptr) return;
+    tracer_->Record(literal, "worker", absl::FromUnixMicros(start * 1e6),
+                    absl::FromUnixMicros(end * 1e6));
+  }
 
   void WaitReady(double timeout_seconds) {
+    ps::Client& client = Live();
     absl::Status s;
     {
       py::gil_scoped_release release;
-      s = client_->WaitReady(absl::Seconds(timeout_seconds));
+      s = client.WaitReady(absl::Seconds(timeout_seconds));
     }
     Check(s);
   }
@@ -136,10 +196,11 @@ class PyClient {
                    const std::string& consistency) {
     const ps::TableOptions table =
         Table(name, num_params, optimizer, init, consistency);
+    ps::Client& client = Live();
     absl::Status s;
     {
       py::gil_scoped_release release;
-      s = client_->CreateTable(table);
+      s = client.CreateTable(table);
     }
     Check(s);
   }
@@ -147,10 +208,11 @@ class PyClient {
   void OpenTable(const std::string& name, uint64_t num_params,
                  const std::string& consistency, double timeout_seconds) {
     const ps::TableOptions table = Table(name, num_params, "", "", consistency);
+    ps::Client& client = Live();
     absl::Status s;
     {
       py::gil_scoped_release release;
-      s = client_->OpenTable(table, absl::Seconds(timeout_seconds));
+      s = client.OpenTable(table, absl::Seconds(timeout_seconds));
     }
     Check(s);
   }
@@ -159,11 +221,12 @@ class PyClient {
             const py::object& out, uint64_t clock) {
     const py::buffer_info values =
         FloatBuffer(out, RangeSize(begin, end), /*writable=*/true, "out");
+    ps::Client& client = Live();
     absl::Status s;
     {
       py::gil_scoped_release release;
-      s = client_->Pull(table, begin, end, static_cast<float*>(values.ptr),
-                        clock);
+      s = client.Pull(table, begin, end, static_cast<float*>(values.ptr),
+                      clock);
     }
     Check(s);
   }
@@ -172,12 +235,12 @@ class PyClient {
             const py::object& grad, uint64_t clock, float lr_scale) {
     const py::buffer_info gradient =
         FloatBuffer(grad, RangeSize(begin, end), /*writable=*/false, "grad");
+    ps::Client& client = Live();
     absl::Status s;
     {
       py::gil_scoped_release release;
-      s = client_->Push(table, begin, end,
-                        static_cast<const float*>(gradient.ptr), clock,
-                        lr_scale);
+      s = client.Push(table, begin, end,
+                      static_cast<const float*>(gradient.ptr), clock, lr_scale);
     }
     Check(s);
   }
@@ -190,22 +253,24 @@ class PyClient {
         FloatBuffer(grad, n, /*writable=*/false, "grad");
     const py::buffer_info values =
         FloatBuffer(out, n, /*writable=*/true, "out");
+    ps::Client& client = Live();
     absl::Status s;
     {
       py::gil_scoped_release release;
-      s = client_->PushPull(table, begin, end,
-                            static_cast<const float*>(gradient.ptr),
-                            static_cast<float*>(values.ptr), clock, lr_scale);
+      s = client.PushPull(table, begin, end,
+                          static_cast<const float*>(gradient.ptr),
+                          static_cast<float*>(values.ptr), clock, lr_scale);
     }
     Check(s);
   }
 
   // Each server's StatsResponse as proto3 JSON, in shard order.
   std::vector<std::string> Stats() {
+    ps::Client& client = Live();
     absl::StatusOr<std::vector<shardps::StatsResponse>> stats;
     {
       py::gil_scoped_release release;
-      stats = client_->Stats();
+      stats = client.Stats();
     }
     Check(stats.status());
     std::vector<std::string> out;
@@ -223,10 +288,31 @@ class PyClient {
     return out;
   }
 
-  uint64_t push_bytes() const { return client_->push_bytes(); }
-  uint64_t pull_bytes() const { return client_->pull_bytes(); }
+  uint64_t push_bytes() const { return Live().push_bytes(); }
+  uint64_t pull_bytes() const { return Live().pull_bytes(); }
+
+  void Assign(const std::string& table, uint64_t begin, uint64_t end,
+              const py::object& values) {
+    const py::buffer_info buffer = FloatBuffer(values, RangeSize(begin, end),
+                                               /*writable=*/false, "values");
+    ps::Client& client = Live();
+    absl::Status s;
+    {
+      py::gil_scoped_release release;
+      s = client.Assign(table, begin, end,
+                        static_cast<const float*>(buffer.ptr));
+    }
+    Check(s);
+  }
 
  private:
+  ps::Client& Live() const {
+    if (client_ == nullptr) {
+      Raise(absl::FailedPreconditionError("the client was closed"));
+    }
+    return *client_;
+  }
+
   static ps::TableOptions Table(const std::string& name, uint64_t num_params,
                                 const std::string& optimizer,
                                 const std::string& init,
@@ -241,31 +327,35 @@ class PyClient {
     return t;
   }
 
+  // The tracer outlives the client, which records into it.
+  std::unique_ptr<ps::Tracer> tracer_;
   std::unique_ptr<ps::Client> client_;
 };
 
 }  // namespace
 }  // namespace shardps_python
 
-// How much freed heap glibc may keep before returning any to the kernel.
-constexpr int kKeepFreedBytes = 1 << 30;
-
 PYBIND11_MODULE(_shardps, m) {
   using shardps_python::PyClient;
   m.doc() = "ps::Client for Python; use the shardps package.";
-  // gRPC receives into fresh heap blocks and frees them; in a Python
-  // process glibc then returns the top of the heap to the kernel after every
-  // large pull, and the next pull faults every page in again (a 40 MB pull
-  // took 110 ms instead of 16). Freed memory stays with the process.
-  mallopt(M_TRIM_THRESHOLD, kKeepFreedBytes);
+  // As every shardps binary: a pull's buffers reused warm, not faulted in
+  // again (a 40 MB pull took 110 ms instead of 16), which also keeps
+  // torch's activations of a training step off fresh pages.
+  ps::TuneProcessForBulkTransfers();
+  py::class_<PyClient::Reach>(m, "Reach")
+      .def(py::init<>())
+      .def_readwrite("server_addrs", &PyClient::Reach::server_addrs)
+      .def_readwrite("etcd", &PyClient::Reach::etcd)
+      .def_readwrite("num_servers", &PyClient::Reach::num_servers)
+      .def_readwrite("job", &PyClient::Reach::job)
+      .def_readwrite("worker", &PyClient::Reach::worker)
+      .def_readwrite("compression", &PyClient::Reach::compression);
   py::class_<PyClient>(m, "Client")
-      .def(
-          py::init<std::vector<std::string>, std::string, uint32_t, std::string,
-                   std::string, std::string, std::string, double, double>(),
-          py::arg("server_addrs"), py::arg("job"), py::arg("worker"),
-          py::arg("auth_token"), py::arg("tls_ca"), py::arg("tls_cert"),
-          py::arg("tls_key"), py::arg("timeout_seconds"),
-          py::arg("retry_seconds"))
+      .def(py::init<PyClient::Reach, std::string, std::string, std::string,
+                    std::string, double, double, std::string, std::string>(),
+           py::arg("reach"), py::arg("auth_token"), py::arg("tls_ca"),
+           py::arg("tls_cert"), py::arg("tls_key"), py::arg("timeout_seconds"),
+           py::arg("retry_seconds"), py::arg("trace"), py::arg("trace_name"))
       .def_property_readonly("num_servers", &PyClient::num_servers)
       .def("wait_ready", &PyClient::WaitReady, py::arg("timeout_seconds"))
       .def("create_table", &PyClient::CreateTable, py::arg("name"),
@@ -282,6 +372,11 @@ PYBIND11_MODULE(_shardps, m) {
       .def("push_pull", &PyClient::PushPull, py::arg("table"), py::arg("begin"),
            py::arg("end"), py::arg("grad"), py::arg("out"), py::arg("clock"),
            py::arg("lr_scale"))
+      .def("assign", &PyClient::Assign, py::arg("table"), py::arg("begin"),
+           py::arg("end"), py::arg("values"))
+      .def("record_span", &PyClient::RecordSpan, py::arg("name"),
+           py::arg("start"), py::arg("end"))
+      .def("close", &PyClient::Close)
       .def("stats", &PyClient::Stats)
       .def_property_readonly("push_bytes", &PyClient::push_bytes)
       .def_property_readonly("pull_bytes", &PyClient::pull_bytes);

@@ -8,18 +8,24 @@
     client.pull("model", 0, 1000, out=weights)
     client.push("model", 0, 1000, grad=np.ones(1000, np.float32))
 
-Values move through the buffer protocol in place (no copies in Python):
-`out` must be a writable, C-contiguous float32 buffer of end - begin values
-(a NumPy array, or a CPU torch tensor's .numpy(), which shares its memory),
-`grad` a C-contiguous float32 one. Calls release the GIL. A failed call
-raises shardps.Error, whose `code` and `code_name` are the status code
-(e.g. 5, "NOT_FOUND") and whose `message` names what failed.
+Values move in place (no copies in Python): `out` must be a writable,
+C-contiguous float32 buffer of end - begin values (a NumPy array or a CPU
+torch tensor, whose memory is used as it is), `grad` and `values` C-contiguous
+float32 ones. Calls release the GIL. A failed call raises shardps.Error,
+whose `code` and `code_name` are the status code (e.g. 5, "NOT_FOUND") and
+whose `message` names what failed.
+
+shardps.torch trains a PyTorch model through the servers
+(DistributedOptimizer, broadcast_parameters); shardps.worker reads the
+flags shardps-launch gives a worker.
 """
 
 import json
+import sys
 
 from shardps._errors import Error
 from shardps._shardps import Client as _Client
+from shardps._shardps import Reach as _Reach
 
 __all__ = ["Client", "Error", "consistency"]
 
@@ -51,20 +57,43 @@ def consistency(spelling, workers=1, straggler_timeout_seconds=60.0,
 
 class Client:
     """A worker's handle on the servers (ps::Client): shard i of every
-    table lives on server_addrs[i]. TLS: tls_ca alone for TLS, with
+    table lives on server_addrs[i] (or, with etcd, on the primary of shard
+    i of num_servers that etcd names). TLS: tls_ca alone for TLS, with
     tls_cert and tls_key for mutual TLS; auth_token_file: the job's token.
     timeout_seconds bounds every call; retry_seconds > 0 retries calls to
-    servers that are away (UNAVAILABLE) for that long."""
+    servers that are away (UNAVAILABLE) for that long. compression: none,
+    fp16, bf16 or onebit, as the C++ worker's --compression. trace: a
+    Chrome trace file written on close(), with this client's calls and the
+    spans record_span() adds, under the process name trace_name. A client
+    is a context manager that closes itself."""
 
-    def __init__(self, server_addrs, job="default", worker=0,
+    def __init__(self, server_addrs=(), job="default", worker=0,
                  auth_token_file="", tls_ca="", tls_cert="", tls_key="",
-                 timeout_seconds=30.0, retry_seconds=0.0):
+                 timeout_seconds=30.0, retry_seconds=0.0, compression="none",
+                 etcd="", num_servers=0, trace="", trace_name=""):
         if isinstance(server_addrs, str):
             server_addrs = [a for a in server_addrs.split(",") if a]
-        self._client = _Client(list(server_addrs), job, worker,
-                               _read_token(auth_token_file), tls_ca,
+        reach = _Reach()
+        reach.server_addrs = list(server_addrs)
+        reach.etcd = etcd
+        reach.num_servers = num_servers
+        reach.job = job
+        reach.worker = worker
+        reach.compression = compression
+        self._client = _Client(reach, _read_token(auth_token_file), tls_ca,
                                tls_cert, tls_key, timeout_seconds,
-                               retry_seconds)
+                               retry_seconds, trace, trace_name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        """Ends the client and writes its trace; no call may race it, and
+        later calls raise Error (FAILED_PRECONDITION)."""
+        self._client.close()
 
     @property
     def num_servers(self):
@@ -94,19 +123,32 @@ class Client:
 
     def pull(self, table, begin, end, out, clock=0):
         """Keys [begin, end) of `table` into `out`, in place; returns out."""
-        self._client.pull(table, begin, end, out, clock)
+        self._client.pull(table, begin, end, _buffer(out), clock)
         return out
 
     def push(self, table, begin, end, grad, clock=0, lr_scale=1.0):
         """Sends the gradient for keys [begin, end); applied exactly once.
         A NaN or Inf anywhere refuses all of it before anything is sent."""
-        self._client.push(table, begin, end, grad, clock, lr_scale)
+        self._client.push(table, begin, end, _buffer(grad), clock, lr_scale)
 
     def push_pull(self, table, begin, end, grad, out, clock=0, lr_scale=1.0):
         """push, then the keys' fresh values into `out` (which may be
         grad), in one round trip per piece; returns out."""
-        self._client.push_pull(table, begin, end, grad, out, clock, lr_scale)
+        self._client.push_pull(table, begin, end, _buffer(grad), _buffer(out),
+                               clock, lr_scale)
         return out
+
+    def assign(self, table, begin, end, values):
+        """Replaces the values of keys [begin, end) with `values` (float32
+        on the wire whatever the compression), exactly once; not ordered
+        with other workers' pushes, so call it before training starts."""
+        self._client.assign(table, begin, end, _buffer(values))
+
+    def record_span(self, name, start, end):
+        """Adds a span of the calling thread to the trace (nothing without
+        one): name is one of step, read, compute, pull, push, push_pull,
+        wait, broadcast, evaluate; start and end are time.time() values."""
+        self._client.record_span(name, start, end)
 
     def stats(self):
         """Each server's StatsResponse as a dict, in shard order."""
@@ -119,6 +161,18 @@ class Client:
     @property
     def pull_bytes(self):
         return self._client.pull_bytes
+
+
+def _buffer(values):
+    """A torch tensor as the NumPy array sharing its memory (so that it is
+    used in place); anything else as it is, for the buffer protocol."""
+    torch = sys.modules.get("torch")  # a tensor means torch was imported
+    if torch is not None and isinstance(values, torch.Tensor):
+        if values.device.type != "cpu":
+            raise ValueError(f"a tensor on {values.device} cannot be used in "
+                             "place; move it to the CPU first")
+        return values.detach().numpy()
+    return values
 
 
 def _read_token(path):
