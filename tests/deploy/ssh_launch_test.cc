@@ -138,6 +138,37 @@ TEST_F(SshLaunchTest, TrainsOnTheHostfileHosts) {
   ExpectNothingLeft();
 }
 
+TEST_F(SshLaunchTest, RunsPythonWorkersOnTheHostfileHosts) {
+  if (access(SHARDPS_BINARY_DIR "/python/shardps/__init__.py", R_OK) != 0) {
+    GTEST_SKIP() << "the shardps Python package was not built (pybind11-dev)";
+  }
+  const std::string run = dir_ + "/run";
+  std::vector<std::string> args = Args(run);
+  args.insert(args.begin(),
+              {"--job=sshpy" + std::to_string(getpid()), "--consistency=sync",
+               "--worker_script=" SHARDPS_SOURCE_DIR
+               "/tests/python/regression_worker.py"});
+  args.push_back("--steps=7");
+  absl::Status s =
+      testutil::RunLaunch(args, dir_ + "/launch.log", absl::Seconds(120));
+  ASSERT_TRUE(s.ok()) << s << "\n" << testutil::ReadFile(dir_ + "/launch.log");
+  const shardps::RunSummary sum = testutil::ReadRunSummary(run);
+  EXPECT_TRUE(sum.ok()) << sum.error();
+  ASSERT_EQ(sum.per_worker_size(), 2);
+  for (const shardps::WorkerSummary& w : sum.per_worker()) {
+    EXPECT_EQ(w.steps(), 7u);
+    EXPECT_EQ(w.consistency(), "sync");
+  }
+  for (int r = 0; r < 2; ++r) {
+    const std::string log =
+        testutil::ReadFile(absl::StrCat(run, "/worker-", r, ".log"));
+    EXPECT_NE(log.find("shardps-pid "), std::string::npos) << log;
+  }
+  ExpectNothingLeft();
+  EXPECT_NE(
+      testutil::Shell("pgrep -f 'regression_worke[r].*" + dir_ + "'").first, 0);
+}
+
 TEST_F(SshLaunchTest, AFailingRemoteWorkerStopsEverything) {
   const std::string run = dir_ + "/run";
   std::vector<std::string> args = Args(run);

@@ -53,10 +53,10 @@ class LaunchedPythonWorkersTest(unittest.TestCase):
     def tearDown(self):
         self.dir.cleanup()
 
-    def launch(self, consistency, steps):
+    def launch(self, consistency, steps, flags=()):
         cmd = [os.path.join(BIN, "shardps-launch"), "--servers=2",
                "--workers=2", f"--run_dir={self.run_dir}", "--trace",
-               f"--consistency={consistency}", "--progress_s=5",
+               f"--consistency={consistency}", "--progress_s=5", *flags,
                f"--worker_script={HERE}/regression_worker.py", "--",
                f"--steps={steps}", f"--lr={self.LR}"]
         done = subprocess.run(cmd, capture_output=True, text=True,
@@ -75,6 +75,22 @@ class LaunchedPythonWorkersTest(unittest.TestCase):
     def test_sync_workers_follow_the_averaged_gradient_from_rank0s_weights(
             self):
         self.launch("sync", self.STEPS)
+        self.expect_the_averaged_trajectory()
+
+    def test_sync_workers_on_the_emulated_cluster(self):
+        if os.geteuid() != 0:
+            self.skipTest("the emulated cluster needs root (CI runs as root)")
+        data = os.path.join(self.run_dir, "data")
+        subprocess.run([os.path.join(BIN, "shardps-data"), "synthetic",
+                        f"--out={data}", "--samples=200", "--features=4",
+                        "--classes=2", "--shards=2"], check=True,
+                       capture_output=True, timeout=120)
+        # The storage host serves --data, which this script does not read.
+        self.launch("sync", self.STEPS, ["--cluster=emulated",
+                                         f"--data={data}"])
+        self.expect_the_averaged_trajectory()
+
+    def expect_the_averaged_trajectory(self):
         initial = self.weights("initial", 0)
         # broadcast_parameters: rank 1 (seeded differently) took rank 0's.
         np.testing.assert_array_equal(self.weights("initial", 1), initial)
