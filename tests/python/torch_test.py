@@ -77,6 +77,16 @@ class LaunchedPythonWorkersTest(unittest.TestCase):
         self.launch("sync", self.STEPS)
         self.expect_the_averaged_trajectory()
 
+    def test_a_missing_script_is_named_before_anything_starts(self):
+        done = subprocess.run(
+            [os.path.join(BIN, "shardps-launch"), f"--run_dir={self.run_dir}",
+             f"--worker_script={self.run_dir}/nope.py"],
+            capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(done.returncode, 0)
+        self.assertIn(f"cannot read the --worker_script {self.run_dir}/nope.py:"
+                      " No such file or directory", done.stderr)
+        self.assertEqual(os.listdir(self.run_dir), [])
+
     def test_sync_workers_on_the_emulated_cluster(self):
         if os.geteuid() != 0:
             self.skipTest("the emulated cluster needs root (CI runs as root)")

@@ -85,7 +85,8 @@ ABSL_FLAG(std::string, python, "/usr/bin/python3",
           "With --worker_script: the interpreter on every worker host.");
 ABSL_FLAG(std::string, python_path, "",
           "With --worker_script: where the shardps package is on the worker "
-          "hosts (default: the build's python/ beside this binary's bin/).");
+          "hosts (default: the build's python/ beside this binary's bin/, "
+          "else the interpreter's own path, for an installed package).");
 ABSL_FLAG(std::string, server_flags, "",
           "Extra shardps-server flags, space-separated (e.g. TLS files).");
 ABSL_FLAG(double, ready_timeout_s, 60,
@@ -113,20 +114,17 @@ absl::Status ReadWorkerScript(worker::LaunchOptions* o) {
   if (script.empty()) return absl::OkStatus();
   char resolved[PATH_MAX];
   if (realpath(script.c_str(), resolved) == nullptr) {
-    return ps::ErrnoStatus(errno, "--worker_script: read", script);
+    return ps::ErrnoStatus(errno, "read the --worker_script", script);
   }
   o->worker_script = resolved;
   o->python = absl::GetFlag(FLAGS_python);
   o->python_path = absl::GetFlag(FLAGS_python_path);
   if (o->python_path.empty()) {
-    const std::string bin = ps::SiblingBinary("");
+    // The build's package, if this binary is in a build tree; otherwise
+    // the interpreter's own path (an installed package).
     char parent[PATH_MAX];
-    if (realpath((bin + "../python").c_str(), parent) == nullptr) {
-      return ps::ErrnoStatus(errno,
-                             "find the shardps package (set --python_path)",
-                             bin + "../python");
-    }
-    o->python_path = parent;
+    const std::string built = ps::SiblingBinary("../python");
+    if (realpath(built.c_str(), parent) != nullptr) o->python_path = parent;
   }
   return absl::OkStatus();
 }

@@ -64,7 +64,8 @@ struct LaunchOptions {
   // the final accuracy from rank 0's summary rather than evaluating.
   std::string worker_script;
   std::string python = "/usr/bin/python3";
-  std::string python_path;  // where the shardps package is
+  // Where the shardps package is; empty: on the interpreter's own path.
+  std::string python_path;
   absl::Duration ready_timeout = absl::Seconds(60);
   // Every server and worker writes a Chrome trace to
   // RUN_DIR/<process>.trace.json; at the end they are merged into

@@ -46,8 +46,11 @@ std::vector<std::string> WorkerCommand(const LaunchOptions& o,
   if (!o.worker_script.empty()) {
     // env sets the package's path the same way on every cluster kind (a
     // local child, a network namespace, an ssh command line).
-    argv = {"/usr/bin/env", "PYTHONPATH=" + o.python_path, o.python,
-            o.worker_script};
+    argv = {o.python, o.worker_script};
+    if (!o.python_path.empty()) {
+      argv.insert(argv.begin(),
+                  {"/usr/bin/env", "PYTHONPATH=" + o.python_path});
+    }
   }
   argv.insert(argv.end(), o.worker_args.begin(), o.worker_args.end());
   const std::vector<std::string> job = JobArgs(o, servers);

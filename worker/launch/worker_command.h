@@ -1,8 +1,9 @@
 // The command line of one worker process: shardps-worker, or a Python
-// script (--worker_script) run through env with the shardps package on its
-// PYTHONPATH; either way the flags after -- come first, then the flags the
-// launcher gives every worker (where the servers are, rank and world, the
-// run directory, security files, trace and metrics).
+// script (--worker_script), run through env with the shardps package on its
+// PYTHONPATH when LaunchOptions::python_path is set; either way the flags after
+// -- come first, then the flags the launcher gives every worker (where the
+// servers are, rank and world, the run directory, security files, trace and
+// metrics).
 //
 // Thread-safety: pure functions.
 #ifndef SHARDPS_WORKER_LAUNCH_WORKER_COMMAND_H_

@@ -51,5 +51,15 @@ TEST(WorkerCommandTest, APythonScriptRunsThroughEnvWithThePackagesPath) {
                           "--metrics_port=9006", "--metrics_host=10.0.0.1"));
 }
 
+TEST(WorkerCommandTest, AnInstalledPackageNeedsNoPythonPath) {
+  LaunchOptions o = TwoWorkers();
+  o.worker_script = "/src/train.py";
+  o.python = "/opt/python3";
+  const std::vector<std::string> argv =
+      WorkerCommand(o, {{"h:1", "h:2"}, ""}, 0, "worker-0");
+  EXPECT_THAT(std::vector<std::string>(argv.begin(), argv.begin() + 3),
+              ElementsAre("/opt/python3", "/src/train.py", "--epochs=2"));
+}
+
 }  // namespace
 }  // namespace worker
