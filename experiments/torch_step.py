@@ -75,11 +75,11 @@ def trainer(args):
     print(json.dumps({"params": opt.num_params, "times": times}), flush=True)
 
 
-def shardps_run(layers, batch, seconds):
-    """(steps/s of both trainers, params) against 2 fresh servers."""
+def shardps_run(layers, batch, seconds, num_servers):
+    """(steps/s of both trainers, params) against fresh servers."""
     with tempfile.TemporaryDirectory() as d:
         servers, addrs = [], []
-        for i in range(2):
+        for i in range(num_servers):
             port_file = os.path.join(d, f"port-{i}")
             servers.append(subprocess.Popen(
                 [abkit.binary("shardps-server"), "--host=127.0.0.1",
@@ -124,6 +124,10 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--servers_count", type=int, default=2,
+                        help="shardps servers (the peer has one)")
+    parser.add_argument("--models", default="1M,10M",
+                        help="which of 1M, 10M to run")
     parser.add_argument("--out", default=os.path.join(abkit.ROOT, "experiments",
                                                       "results", "python"))
     parser.add_argument("--trainer", action="store_true",
@@ -143,9 +147,11 @@ def main():
     # alone).
     os.environ.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
     rows = []
+    models = [(n, l) for n, l in MODELS if n in args.models.split(",")]
     for r in range(args.rounds):
-        for name, layers in MODELS:
-            ours, params = shardps_run(layers, args.batch, args.seconds)
+        for name, layers in models:
+            ours, params = shardps_run(layers, args.batch, args.seconds,
+                                       args.servers_count)
             theirs = torch_run(layers, args.batch, args.seconds)
             rows.append([r, name, params, ours, theirs])
             print(f"round {r} {name} ({params} params): shardps.torch "
@@ -159,7 +165,7 @@ def main():
         w.writerows(rows)
     lines = ["| model | params | shardps.torch steps/s | torch RPC steps/s | "
              "ratio (median of rounds) |", "|---|---|---|---|---|"]
-    for name, _ in MODELS:
+    for name, _ in models:
         mine = [row for row in rows if row[1] == name]
         lines.append(
             f"| {name} | {mine[0][2]:,} | "
@@ -167,7 +173,8 @@ def main():
             f"{statistics.median(row[4] for row in mine):.2f} | "
             f"{statistics.median(row[3] / row[4] for row in mine):.2f}x |")
     with open(os.path.join(args.out, "torch_step.md"), "w") as f:
-        f.write(f"2 trainers, batch {args.batch}, {args.seconds:g} s per run, "
+        f.write(f"2 trainers, {args.servers_count} shardps servers, batch "
+                f"{args.batch}, {args.seconds:g} s per run, "
                 f"{args.rounds} alternating rounds, one machine "
                 f"({os.cpu_count()} cores):\n\n" + "\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -119,6 +119,16 @@ class ClientTest(unittest.TestCase):
             c.pull("assign", 0, 1000, got)
         self.assertEqual(e.exception.code_name, "FAILED_PRECONDITION")
         self.assertIn("closed", e.exception.message)
+        # An fp16 client's pushes are rounded to fp16 on the wire.
+        with self.client(compression="fp16") as half:
+            half.create_table("half", 4, optimizer={"name": "sgd",
+                                                    "learning_rate": 1.0})
+            half.push("half", 0, 4, np.full(4, 1 / 3, np.float32))
+        with self.client() as exact:
+            exact.open_table("half", 4)
+            np.testing.assert_array_equal(
+                exact.pull("half", 0, 4, np.empty(4, np.float32)),
+                np.full(4, -0.333251953125, np.float32))
         with self.assertRaises(shardps.Error) as e:
             self.client(compression="zip")
         self.assertEqual(e.exception.code, INVALID_ARGUMENT)

@@ -59,6 +59,7 @@ def main():
     np.save(os.path.join(args.run_dir, f"final-{args.rank}.npy"),
             opt.values.numpy())
     log.close(partition_records=SAMPLES, consistency=args.consistency,
+              compression=args.compression,
               model_params=opt.num_params, pull_bytes=client.pull_bytes,
               push_bytes=client.push_bytes)
     client.close()

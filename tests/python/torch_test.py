@@ -129,9 +129,12 @@ class LaunchedPythonWorkersTest(unittest.TestCase):
             for span in ("push_pull", "push_pull_rpc", "broadcast"):
                 self.assertIn(span, names, process)
 
-    def test_async_workers_converge_and_every_step_reaches_the_servers(self):
+    def test_async_fp16_workers_converge_and_every_step_reaches_the_servers(
+            self):
         steps = 40
-        summary = self.launch("async", steps)
+        summary = self.launch("async", steps, ["--compression=fp16"])
+        self.assertEqual([w["compression"] for w in summary["per_worker"]],
+                         ["fp16", "fp16"])
         initial = self.weights("initial", 0)
         for rank in (0, 1):
             final = self.weights("final", rank)
@@ -171,6 +174,29 @@ class FashionCnnExampleTest(unittest.TestCase):
                   (16 * 7 * 7 * 64 + 64) + (64 * 10 + 10))
         self.assertEqual([w["model_params"] for w in summary["per_worker"]],
                          [params, params])
+
+
+class RankWorldTest(unittest.TestCase):
+    """shardps.worker resolves rank and world as the C++ worker does."""
+
+    def test_flags_then_the_launchers_environment_variables(self):
+        import shardps.worker as w
+        self.assertEqual(w.resolve_rank_world(-1, -1, {}), (0, 1))
+        self.assertEqual(w.resolve_rank_world(
+            -1, -1, {"SLURM_PROCID": "3", "SLURM_NTASKS": "4"}), (3, 4))
+        self.assertEqual(w.resolve_rank_world(
+            -1, -1, {"OMPI_COMM_WORLD_RANK": "1",
+                     "OMPI_COMM_WORLD_SIZE": "2", "PMI_RANK": "0"}), (1, 2))
+        self.assertEqual(w.resolve_rank_world(
+            -1, 5, {"JOB_COMPLETION_INDEX": "4"}), (4, 5))
+        self.assertEqual(w.resolve_rank_world(
+            2, 3, {"SLURM_PROCID": "0", "SLURM_NTASKS": "1"}), (2, 3))
+        with self.assertRaisesRegex(ValueError, "PMI_RANK='x' is not"):
+            w.resolve_rank_world(-1, -1, {"PMI_RANK": "x"})
+        with self.assertRaisesRegex(
+                ValueError, r"rank 4 \(from JOB_COMPLETION_INDEX\) is not "
+                r"below world 1 \(from default\)"):
+            w.resolve_rank_world(-1, -1, {"JOB_COMPLETION_INDEX": "4"})
 
 
 class MixedWorkersTest(unittest.TestCase):

@@ -113,8 +113,10 @@ def resolve_rank_world(rank, world, environ):
                 raise ValueError(f"{var}='{text}' is not a non-negative "
                                  "integer")
             found[key], sources[key] = int(text), var
-    rank = found["rank"] if found["rank"] >= 0 else 0
-    world = found["world"] if found["world"] >= 0 else 1
+    for key, default in (("rank", 0), ("world", 1)):
+        if found[key] < 0:
+            found[key], sources[key] = default, "default"
+    rank, world = found["rank"], found["world"]
     if world < 1 or rank >= world:
         raise ValueError(f"rank {rank} (from {sources['rank']}) is not below "
                          f"world {world} (from {sources['world']})")
