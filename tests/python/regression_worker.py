@@ -11,10 +11,6 @@ import os
 import time
 
 import numpy as np
-import torch
-
-import shardps.torch
-import shardps.worker
 
 FEATURES = 8
 SAMPLES = 32
@@ -30,6 +26,9 @@ def linear_data(rank):
 
 
 def main():
+    import torch
+    import shardps.torch
+    import shardps.worker
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--lr", type=float, default=0.05)
