@@ -242,7 +242,10 @@ class MixedWorkersTest(unittest.TestCase):
                 opt = shardps.torch.DistributedOptimizer(
                     [("W0", w0), ("b0", b0), ("W1", w1), ("b1", b1)], client,
                     table="model", world=2, rank=1)
-                self.assertEqual(opt.num_params, 784 * 64 + 64 + 64 * 10 + 10)
+                # The C++ network's ParamLayout, tensor by tensor.
+                self.assertEqual(opt.named_ranges(), [
+                    ("W0", 0, 50176), ("b0", 50176, 50240),
+                    ("W1", 50240, 50880), ("b1", 50880, 50890)])
                 opt.pull()  # the C++ worker's initial weights
                 self.assertGreater(float(w0.abs().sum()), 0)
                 x, y = fashion_cnn.load(

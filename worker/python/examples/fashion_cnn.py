@@ -17,13 +17,20 @@ import gzip
 import os
 import time
 
-import numpy as np
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
+# One BLAS thread per worker, as the C++ worker's --blas_threads=1, unless
+# the environment says otherwise: torch.set_num_threads leaves Debian's
+# OpenBLAS threads, which spin on the cores the servers and clients need.
+# Read when torch loads, so set before it is imported.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import shardps.torch
-import shardps.worker
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+import shardps.torch  # noqa: E402
+import shardps.worker  # noqa: E402
 
 
 def read_idx(path):
@@ -92,7 +99,8 @@ def main():
                         help="channels of the two convolutions")
     parser.add_argument("--hidden", type=int, default=1024)
     parser.add_argument("--threads", type=int, default=1,
-                        help="torch threads for the model")
+                        help="torch threads for the model (OpenBLAS's: "
+                        "OPENBLAS_NUM_THREADS)")
     parser.add_argument("--max_steps", type=int, default=0,
                         help="stop after this many steps (0: no limit)")
     parser.add_argument("--seed", type=int, default=1)

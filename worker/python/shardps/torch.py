@@ -57,7 +57,6 @@ class DistributedOptimizer:
         self.optimizer = optimizer or {"name": "sgd", "learning_rate": 0.01}
         self.consistency = shardps.consistency(
             consistency, world, straggler_timeout_seconds, straggler_policy)
-        self.consistency_name = consistency
         self.init = init
         self.named = [(n, p) for n, p in named_parameters if p.requires_grad]
         if not self.named:
@@ -157,7 +156,9 @@ def broadcast_parameters(optimizer, timeout_seconds=300.0):
     float32 values, whatever the optimizer or compression) and then
     creates the one-key table TABLE.broadcast as the sign that it is done;
     the other ranks wait for that sign (up to timeout_seconds) and pull.
-    Call it once, before the first step, on every rank."""
+    Call it once, before the first step, on every rank, and only on a fresh
+    table: a run that goes on with a trained table takes it with
+    optimizer.pull() instead."""
     o = optimizer
     start = time.time()
     o._ensure_table()
