@@ -5,7 +5,7 @@ its rank on) and steps with shardps.torch.DistributedOptimizer; rank 0
 evaluates the final model on the 10,000 test images.
 
     build/bin/shardps-launch --servers=2 --workers=2 --run_dir=/tmp/cnn \\
-        --worker_script=worker/python/examples/fashion_cnn.py -- --epochs=3
+        --worker_script=worker/python/examples/fashion_cnn.py -- --epochs=5
 
 The model is the C++ worker's LeNet class (its cnn:c32k5-p2-c64k5-p2-f1024-10)
 by default; --conv and --hidden make it smaller. The data are the IDX files
@@ -90,7 +90,7 @@ def accuracy(model, x, y, batch=1000):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--optimizer", default="adam",
                         help="the servers' optimizer: sgd, momentum, adam")
