@@ -42,6 +42,7 @@ def trainer(args):
     import shardps
     import shardps.torch
     sys.path.insert(0, os.path.join(HERE, "peers"))
+    from torch_rpc_ps import timed_steps
     from torch_rpc_trainers import mlp
     torch.set_num_threads(1)
     torch.manual_seed(0)
@@ -63,14 +64,7 @@ def trainer(args):
         F.cross_entropy(model(x), y).backward()
         opt.step()
 
-    for _ in range(3):
-        step()
-    times = []
-    stop = time.perf_counter() + args.seconds
-    while time.perf_counter() < stop:
-        t0 = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - t0)
+    times = timed_steps(step, args.seconds, warmup=3)
     client.close()
     print(json.dumps({"params": opt.num_params, "times": times}), flush=True)
 

@@ -34,6 +34,20 @@ class ParameterServer:
         return ps.params
 
 
+def timed_steps(step, seconds, warmup):
+    """Calls step() `warmup` times, then for `seconds`; each timed call's
+    seconds."""
+    for _ in range(warmup):
+        step()
+    times = []
+    stop = time.perf_counter() + seconds
+    while time.perf_counter() < stop:
+        t0 = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t0)
+    return times
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -57,15 +71,7 @@ def run(rank, args, port, queue):
         def step():
             rpc.rpc_sync("ps", ParameterServer.step, args=(ps_rref, grad))
 
-        for _ in range(5):
-            step()
-        times = []
-        stop = time.perf_counter() + args.seconds
-        while time.perf_counter() < stop:
-            t0 = time.perf_counter()
-            step()
-            times.append(time.perf_counter() - t0)
-        queue.put(times)
+        queue.put(timed_steps(step, args.seconds, warmup=5))
     rpc.shutdown()
 
 

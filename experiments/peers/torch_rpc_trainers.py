@@ -17,11 +17,11 @@ trainer's step p50 in ms. Without PyTorch it says so and exits 0.
 import argparse
 import json
 import os
-import socket
 import statistics
 import sys
 import threading
-import time
+
+from torch_rpc_ps import free_port, timed_steps
 
 
 def mlp(layers):
@@ -54,12 +54,6 @@ class ParameterServer:
                 p.grad = g
             ps.optimizer.step()
             return [p.detach().clone() for p in ps.model.parameters()]
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def run(rank, args, port, queue):
@@ -120,15 +114,7 @@ def train(ps_rref, args):
             for p, v in zip(model.parameters(), fresh):
                 p.copy_(v)
 
-    for _ in range(3):
-        step()
-    times = []
-    stop = time.perf_counter() + args.seconds
-    while time.perf_counter() < stop:
-        t0 = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - t0)
-    return times
+    return timed_steps(step, args.seconds, warmup=3)
 
 
 def process(rank, args, port, queue):

@@ -202,13 +202,20 @@ class RankWorldTest(unittest.TestCase):
 class MixedWorkersTest(unittest.TestCase):
     """A C++ shardps-worker (rank 0: it creates the table, mlp:784-64-10)
     and a Python worker (rank 1: the same network as torch, on the same
-    flat layout) train one table asynchronously. Each reads the other's
-    weights right: the table the two trained scores well when the Python
-    side evaluates it, and when the C++ side does."""
+    flat layout) train one table. Each reads the other's weights right:
+    the table the two trained scores well when the Python side evaluates
+    it, and when the C++ side does; under sync their clocks agree step by
+    step (a mismatch would leave one waiting for the other)."""
 
     STEPS = 300
 
     def test_python_and_cpp_workers_share_one_table(self):
+        self.run_mixed("async")
+
+    def test_python_and_cpp_workers_keep_one_sync_barrier(self):
+        self.run_mixed("sync")
+
+    def run_mixed(self, consistency):
         torch = require_torch(self)
         import torch.nn.functional as F
         sys.path.insert(0, os.path.join(HERE, "../../worker/python/examples"))
@@ -226,6 +233,7 @@ class MixedWorkersTest(unittest.TestCase):
                      "--job=mixed", "--rank=0", "--world=2",
                      "--model=mlp:784-64-10", f"--data={data}", "--batch=64",
                      "--optimizer=sgd", "--lr=0.1",
+                     f"--consistency={consistency}",
                      f"--max_steps={self.STEPS}", "--progress_every=0",
                      f"--run_dir={d}"],
                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -241,7 +249,8 @@ class MixedWorkersTest(unittest.TestCase):
                     return F.relu(x.reshape(len(x), -1) @ w0 + b0) @ w1 + b1
                 opt = shardps.torch.DistributedOptimizer(
                     [("W0", w0), ("b0", b0), ("W1", w1), ("b1", b1)], client,
-                    table="model", world=2, rank=1)
+                    table="model", consistency=consistency, world=2,
+                    rank=1)
                 # The C++ network's ParamLayout, tensor by tensor.
                 self.assertEqual(opt.named_ranges(), [
                     ("W0", 0, 50176), ("b0", 50176, 50240),
