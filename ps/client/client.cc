@@ -10,7 +10,6 @@
 #include "absl/memory/memory.h"
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/notification.h"
 #include "ps/client/chunk_plan.h"
 #include "ps/client/chunked_op.h"
 #include "ps/client/connections.h"
@@ -26,8 +25,6 @@
 
 namespace ps {
 namespace {
-
-constexpr char kHealthCheckMethod[] = "/grpc.health.v1.Health/Check";
 
 absl::Status CheckTransfer(const ClientOptions& o) {
   if (o.max_message_bytes <= static_cast<int>(kMaxWireHeaderBytes)) {
@@ -189,47 +186,6 @@ absl::Status Client::Retried(absl::string_view what,
     };
   }
   return Retrying(policy, what, call);
-}
-
-absl::Status Client::WaitReady(absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
-  return ForEachServer(num_servers(),
-                       [&](int s) { return WaitServer(s, deadline); });
-}
-
-absl::Status Client::WaitServer(int s, absl::Time deadline) {
-  ServerConn& server = conns_->server(s);
-  grpc::Status last;
-  while (true) {
-    grpc::ClientContext context;
-    context.set_wait_for_ready(true);
-    context.set_deadline(absl::ToChronoTime(deadline));
-    conns_->Authorize(&context);
-    // An empty HealthCheckRequest asks about the server as a whole.
-    grpc::Slice empty;
-    grpc::ByteBuffer request(&empty, 1), response;
-    absl::Notification done;
-    server.bulk_stubs[0]->UnaryCall(&context, kHealthCheckMethod,
-                                    grpc::StubOptions(), &request, &response,
-                                    [&](grpc::Status status) {
-                                      last = std::move(status);
-                                      done.Notify();
-                                    });
-    done.WaitForNotification();
-    if (last.ok()) {
-      grpc::Slice reply;
-      // HealthCheckResponse{status: SERVING} encodes as 08 01.
-      if (response.DumpToSingleSlice(&reply).ok() && reply.size() == 2 &&
-          reply.begin()[0] == 0x08 && reply.begin()[1] == 0x01) {
-        return absl::OkStatus();
-      }
-      last = grpc::Status(grpc::StatusCode::UNAVAILABLE, "not serving yet");
-    }
-    if (absl::Now() >= deadline) {
-      return server.Annotate("waiting for readiness", s, last);
-    }
-    absl::SleepFor(absl::Milliseconds(20));  // polling interval
-  }
 }
 
 absl::Status Client::CreateTable(const TableOptions& table) {

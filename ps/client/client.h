@@ -202,7 +202,6 @@ class Client {
   // Polls server `s`'s health service until it serves or `deadline`.
   absl::Status WaitServer(int s, absl::Time deadline);
   void AddTable(const TableOptions& table);
-  // Push, or PushPull when `out` is not null.
   // Push, PushPull (with `out`) and Assign.
   absl::Status SendPush(absl::string_view table, uint64_t begin, uint64_t end,
                         const float* grad, float* out, uint64_t clock,
