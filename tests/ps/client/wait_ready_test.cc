@@ -40,9 +40,10 @@ class WaitReadyTest : public testing::Test {
     return s;
   }
 
-  std::unique_ptr<Server> Serve(int port, TlsFiles tls = {}) {
+  std::unique_ptr<Server> Serve(int port, TlsFiles tls = {},
+                                const std::string& host = "127.0.0.1") {
     ServerOptions o;
-    o.host = "127.0.0.1";
+    o.host = host;
     o.port = port;
     o.job = "wait";
     o.tls = std::move(tls);
@@ -143,6 +144,15 @@ TEST_F(WaitReadyTlsTest, TheWrongCaIsNamed) {
   const std::string address = absl::StrCat("localhost:", tls->port());
   ExpectCause(Wait(address, absl::Seconds(4), {"", "", File("other.pem")}),
               address, "not signed by --tls_ca");
+}
+
+TEST_F(WaitReadyTlsTest, ANameTheCertificateLacksIsNamed) {
+  // The certificate names 127.0.0.1 and localhost; 127.0.0.2 reaches the
+  // same server on every address.
+  std::unique_ptr<Server> tls = Serve(0, ServerTls(), "0.0.0.0");
+  const std::string address = absl::StrCat("127.0.0.2:", tls->port());
+  ExpectCause(Wait(address, absl::Seconds(4), {"", "", File("ca.pem")}),
+              address, "certificate does not name the host in " + address);
 }
 
 }  // namespace
