@@ -2,6 +2,7 @@
 the CSV of results, and the plots. Python 3 standard library plus Debian's
 python3-matplotlib; nothing from pip."""
 
+import contextlib
 import csv
 import json
 import os
@@ -9,6 +10,7 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -35,6 +37,31 @@ def binary(name):
     if not os.access(path, os.X_OK):
         sys.exit(f"{path} is missing: run `make build` first")
     return path
+
+
+@contextlib.contextmanager
+def local_servers(n, job):
+    """`n` shardps-server processes on loopback for `job`, killed on exit;
+    yields their addresses in shard order."""
+    with tempfile.TemporaryDirectory() as d:
+        procs, addrs = [], []
+        try:
+            for i in range(n):
+                port_file = os.path.join(d, f"port-{i}")
+                procs.append(subprocess.Popen(
+                    [binary("shardps-server"), "--host=127.0.0.1", "--port=0",
+                     f"--port_file={port_file}", f"--job={job}"],
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+                deadline = time.time() + 20
+                while not os.path.exists(port_file) and time.time() < deadline:
+                    time.sleep(0.02)
+                with open(port_file) as f:
+                    addrs.append(f"127.0.0.1:{f.read().strip()}")
+            yield addrs
+        finally:
+            for p in procs:
+                p.kill()
+                p.wait()
 
 
 def dataset_bytes(data_dir):

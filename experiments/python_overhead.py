@@ -18,7 +18,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -30,35 +29,21 @@ def python_p50s(params, seconds):
     own on loopback."""
     import numpy as np
     import shardps
-    with tempfile.TemporaryDirectory() as d:
-        port_file = os.path.join(d, "port")
-        server = subprocess.Popen(
-            [abkit.binary("shardps-server"), "--host=127.0.0.1", "--port=0",
-             f"--port_file={port_file}", "--job=overhead"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            deadline = time.time() + 20
-            while not os.path.exists(port_file) and time.time() < deadline:
-                time.sleep(0.02)
-            with open(port_file) as f:
-                address = f"127.0.0.1:{f.read().strip()}"
-            client = shardps.Client([address], job="overhead")
-            client.wait_ready()
-            client.create_table("bench", params, optimizer={
-                "name": "sgd", "learning_rate": 0.01})
-            grad = np.full(params, 1e-6, np.float32)
-            values = np.empty(params, np.float32)
-            # As shardps-bench: a short warm-up of each, then pushes for
-            # `seconds`, then pulls for `seconds`.
-            calls = (lambda: client.push("bench", 0, params, grad),
-                     lambda: client.pull("bench", 0, params, values))
-            for call in calls:
-                timed(call, min(1.0, seconds / 5))
-            p50s = [statistics.median(timed(call, seconds))
-                    for call in calls]
-        finally:
-            server.kill()
-            server.wait()
+    with abkit.local_servers(1, "overhead") as addrs:
+        client = shardps.Client(addrs, job="overhead")
+        client.wait_ready()
+        client.create_table("bench", params, optimizer={
+            "name": "sgd", "learning_rate": 0.01})
+        grad = np.full(params, 1e-6, np.float32)
+        values = np.empty(params, np.float32)
+        # As shardps-bench: a short warm-up of each, then pushes for
+        # `seconds`, then pulls for `seconds`.
+        calls = (lambda: client.push("bench", 0, params, grad),
+                 lambda: client.pull("bench", 0, params, values))
+        for call in calls:
+            timed(call, min(1.0, seconds / 5))
+        p50s = [statistics.median(timed(call, seconds)) for call in calls]
+        client.close()
     return tuple(p50s)
 
 

@@ -22,8 +22,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -71,36 +69,19 @@ def trainer(args):
 
 def shardps_run(layers, batch, seconds, num_servers):
     """(steps/s of both trainers, params) against fresh servers."""
-    with tempfile.TemporaryDirectory() as d:
-        servers, addrs = [], []
-        for i in range(num_servers):
-            port_file = os.path.join(d, f"port-{i}")
-            servers.append(subprocess.Popen(
-                [abkit.binary("shardps-server"), "--host=127.0.0.1",
-                 "--port=0", f"--port_file={port_file}", "--job=step"],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-            deadline = time.time() + 20
-            while not os.path.exists(port_file) and time.time() < deadline:
-                time.sleep(0.02)
-            with open(port_file) as f:
-                addrs.append(f"127.0.0.1:{f.read().strip()}")
-        try:
-            trainers = [subprocess.Popen(
-                [sys.executable, os.path.abspath(__file__), "--trainer",
-                 f"--rank={r}", f"--servers={','.join(addrs)}",
-                 f"--layers={layers}", f"--batch={batch}",
-                 f"--seconds={seconds}"], stdout=subprocess.PIPE, text=True)
-                for r in range(2)]
-            results = []
-            for t in trainers:
-                out, _ = t.communicate(timeout=seconds * 10 + 300)
-                if t.returncode != 0:
-                    raise RuntimeError(f"a shardps trainer failed ({layers})")
-                results.append(json.loads(out.strip().splitlines()[-1]))
-        finally:
-            for s in servers:
-                s.kill()
-                s.wait()
+    with abkit.local_servers(num_servers, "step") as addrs:
+        trainers = [subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__), "--trainer",
+             f"--rank={r}", f"--servers={','.join(addrs)}",
+             f"--layers={layers}", f"--batch={batch}",
+             f"--seconds={seconds}"], stdout=subprocess.PIPE, text=True)
+            for r in range(2)]
+        results = []
+        for t in trainers:
+            out, _ = t.communicate(timeout=seconds * 10 + 300)
+            if t.returncode != 0:
+                raise RuntimeError(f"a shardps trainer failed ({layers})")
+            results.append(json.loads(out.strip().splitlines()[-1]))
     rate = sum(len(r["times"]) / sum(r["times"]) for r in results)
     return rate, results[0]["params"]
 

@@ -48,6 +48,23 @@ def timed_steps(step, seconds, warmup):
     return times
 
 
+def run_ranks(mp, target, ranks, args, results):
+    """target(rank, args, port, queue) in `ranks` spawned processes that
+    meet on a free loopback port; the first `results` things they put on
+    the queue, once all have ended."""
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    port = free_port()
+    procs = [ctx.Process(target=target, args=(r, args, port, queue))
+             for r in range(ranks)]
+    for p in procs:
+        p.start()
+    out = [queue.get() for _ in range(results)]
+    for p in procs:
+        p.join()
+    return out
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -87,16 +104,7 @@ def main():
         print("torch_rpc_ps: PyTorch is not installed (apt-get install "
               "python3-torch); skipping", file=sys.stderr)
         return 0
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    port = free_port()
-    procs = [ctx.Process(target=run, args=(r, args, port, queue))
-             for r in range(2)]
-    for p in procs:
-        p.start()
-    times = queue.get()
-    for p in procs:
-        p.join()
+    times = run_ranks(mp, run, 2, args, results=1)[0]
     times.sort()
     p50 = statistics.median(times)
     mb = args.params * 4 / 1e6

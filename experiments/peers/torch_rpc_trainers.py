@@ -21,7 +21,7 @@ import statistics
 import sys
 import threading
 
-from torch_rpc_ps import free_port, timed_steps
+from torch_rpc_ps import run_ranks, timed_steps
 
 
 def mlp(layers):
@@ -137,16 +137,8 @@ def main():
         print("torch_rpc_trainers: PyTorch is not installed (apt-get install "
               "python3-torch); skipping", file=sys.stderr)
         return 0
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    port = free_port()
-    procs = [ctx.Process(target=process, args=(r, args, port, queue))
-             for r in range(args.workers + 1)]
-    for p in procs:
-        p.start()
-    per_trainer = [queue.get() for _ in range(args.workers)]
-    for p in procs:
-        p.join()
+    per_trainer = run_ranks(mp, process, args.workers + 1, args,
+                            results=args.workers)
     params = sum(p.numel() for p in mlp(args.layers).parameters())
     print(json.dumps({
         "peer": "torch_rpc", "torch": torch.__version__, "params": params,
