@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "ps/base/build_version.h"
 
 namespace ps {
 
@@ -45,6 +46,7 @@ std::vector<char*> InitProgram(int argc, char** argv, absl::string_view usage) {
            absl::EndsWith(path, "_flags.cc");
   };
   config.contains_help_flags = config.contains_helpshort_flags;
+  config.version_string = [] { return absl::StrCat(BuildVersion(), "\n"); };
   absl::SetFlagsUsageConfig(config);
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   TuneProcessForBulkTransfers();

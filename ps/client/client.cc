@@ -430,24 +430,34 @@ absl::StatusOr<std::vector<shardps::StatsResponse>> Client::Stats() {
 }
 
 absl::StatusOr<std::vector<shardps::StatsResponse>> Client::StatsOnce() {
-  shardps::StatsRequest request;
-  request.set_job(options_.job);
   std::vector<shardps::StatsResponse> responses(num_servers());
   if (absl::Status s = ForEachServer(
           num_servers(),
           [&](int s) {
-            grpc::ClientContext context;
-            context.set_deadline(DeadlineIn(options_.rpc_timeout));
-            conns_->Authorize(&context);
-            return conns_->server(s).Annotate(
-                "stats", s,
-                conns_->server(s).stub->Stats(&context, request,
-                                              &responses[s]));
+            absl::StatusOr<shardps::StatsResponse> answer = ServerStats(s);
+            if (!answer.ok()) return answer.status();
+            responses[s] = *std::move(answer);
+            return absl::OkStatus();
           });
       !s.ok()) {
     return s;
   }
   return responses;
+}
+
+absl::StatusOr<shardps::StatsResponse> Client::ServerStats(int s) {
+  grpc::ClientContext context;
+  context.set_deadline(DeadlineIn(options_.rpc_timeout));
+  conns_->Authorize(&context);
+  shardps::StatsResponse response;
+  if (absl::Status answer = conns_->server(s).Annotate(
+          "stats", s,
+          conns_->server(s).stub->Stats(&context, StatsRequestWithVersion(),
+                                        &response));
+      !answer.ok()) {
+    return answer;
+  }
+  return response;
 }
 
 }  // namespace ps

@@ -132,8 +132,12 @@ class Client {
   std::vector<std::string> ServerAddresses() const;
   const ClientOptions& options() const { return options_; }
 
-  // Waits until every server's health service answers SERVING; the error
-  // names the first server that did not within `timeout`.
+  // Waits until every server's health service answers SERVING and its
+  // Stats shows that it speaks this client's wire protocol, job and token.
+  // While it waits it logs every few seconds why a server is not ready;
+  // the error names the first server that was not within `timeout`, and
+  // the cause (ps/client/connect_cause.h). A server that refuses the
+  // protocol, job or token fails the wait at once.
   absl::Status WaitReady(absl::Duration timeout);
 
   // Creates the table on every server (shard i of RangePartition(P, S) on
@@ -193,6 +197,11 @@ class Client {
   // Each server's Stats, in shard order.
   absl::StatusOr<std::vector<shardps::StatsResponse>> Stats();
 
+  // WaitReady and Stats for shard `s` alone (one Stats call, not retried),
+  // for a tool that reports on each server (worker/launch/cluster_check.h).
+  absl::Status WaitServerReady(int s, absl::Duration timeout);
+  absl::StatusOr<shardps::StatsResponse> ServerStats(int s);
+
  private:
   struct TableInfo;  // what the client knows of a table; in client.cc
 
@@ -201,6 +210,10 @@ class Client {
   absl::StatusOr<std::vector<shardps::StatsResponse>> StatsOnce();
   // Polls server `s`'s health service until it serves or `deadline`.
   absl::Status WaitServer(int s, absl::Time deadline);
+  // Server s's answer to a Stats call that states this client's protocol
+  // (ps/wire/protocol_version.h), checked against this client's.
+  absl::Status CheckServerProtocol(int s, absl::Time deadline);
+  shardps::StatsRequest StatsRequestWithVersion() const;
   void AddTable(const TableOptions& table);
   // Push, PushPull (with `out`) and Assign.
   absl::Status SendPush(absl::string_view table, uint64_t begin, uint64_t end,

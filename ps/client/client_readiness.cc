@@ -7,11 +7,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "ps/base/build_version.h"
 #include "ps/client/client.h"
 #include "ps/client/connect_cause.h"
 #include "ps/client/connections.h"
 #include "ps/client/fan_out.h"
 #include "ps/wire/grpc_status.h"
+#include "ps/wire/protocol_version.h"
 
 namespace ps {
 namespace {
@@ -24,6 +26,10 @@ absl::Status Client::WaitReady(absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
   return ForEachServer(num_servers(),
                        [&](int s) { return WaitServer(s, deadline); });
+}
+
+absl::Status Client::WaitServerReady(int s, absl::Duration timeout) {
+  return WaitServer(s, absl::Now() + timeout);
 }
 
 absl::Status Client::WaitServer(int s, absl::Time deadline) {
@@ -58,9 +64,15 @@ absl::Status Client::WaitServer(int s, absl::Time deadline) {
       // HealthCheckResponse{status: SERVING} encodes as 08 01.
       if (response.DumpToSingleSlice(&reply).ok() && reply.size() == 2 &&
           reply.begin()[0] == 0x08 && reply.begin()[1] == 0x01) {
-        return absl::OkStatus();
+        // A refusal (another protocol, job or token) will not go away by
+        // waiting.
+        last = CheckServerProtocol(s, deadline);
+        if (!absl::IsUnavailable(last) && !absl::IsDeadlineExceeded(last)) {
+          return last;
+        }
+      } else {
+        last = absl::UnavailableError("the server is up but not serving yet");
       }
-      last = absl::UnavailableError("the server is up but not serving yet");
     } else if (answer.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED ||
                absl::IsDeadlineExceeded(last)) {
       // A probe cut short by the deadline says less than the failed
@@ -81,6 +93,33 @@ absl::Status Client::WaitServer(int s, absl::Time deadline) {
     }
     absl::SleepFor(absl::Milliseconds(100));  // polling interval
   }
+}
+
+absl::Status Client::CheckServerProtocol(int s, absl::Time deadline) {
+  constexpr absl::Duration kCallTimeout = absl::Seconds(2);
+  ServerConn& server = conns_->server(s);
+  grpc::ClientContext context;
+  context.set_deadline(
+      absl::ToChronoTime(std::min(deadline, absl::Now() + kCallTimeout)));
+  conns_->Authorize(&context);
+  shardps::StatsResponse response;
+  if (absl::Status answer = server.Annotate(
+          "start-up check", s,
+          server.stub->Stats(&context, StatsRequestWithVersion(), &response));
+      !answer.ok()) {
+    return answer;
+  }
+  return CheckPeerProtocol(absl::StrCat("shard ", s, " at ", server.address),
+                           response.protocol_version(),
+                           response.build_version());
+}
+
+shardps::StatsRequest Client::StatsRequestWithVersion() const {
+  shardps::StatsRequest request;
+  request.set_job(options_.job);
+  request.set_protocol_version(kProtocolVersion);
+  request.set_build_version(std::string(BuildVersion()));
+  return request;
 }
 
 }  // namespace ps

@@ -4,7 +4,9 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "ps/base/build_version.h"
 #include "ps/wire/grpc_status.h"
+#include "ps/wire/protocol_version.h"
 #include "ps/wire/security.h"
 #include "ps/wire/value_codec.h"
 #include "ps/wire/wire_codec.h"
@@ -174,6 +176,8 @@ void ParameterService::FillStats(shardps::StatsResponse* response) {
       response->methods(static_cast<int>(RpcMethod::kPushPull)).requests());
   response->set_rejected_requests(errors);
   response->set_uptime_seconds(absl::ToDoubleSeconds(absl::Now() - started_));
+  response->set_protocol_version(kProtocolVersion);
+  response->set_build_version(std::string(BuildVersion()));
   if (replicator_ != nullptr) {
     response->set_role(replicator_->role());
     response->set_epoch(replicator_->epoch());
@@ -187,6 +191,10 @@ grpc::ServerUnaryReactor* ParameterService::Stats(
   shardps::StatsRequest stats;
   absl::Status status = Admit(*context);
   if (status.ok()) status = ParseSmallMessage(*request, &stats);
+  if (status.ok()) {
+    status = CheckPeerProtocol("the client", stats.protocol_version(),
+                               stats.build_version());
+  }
   if (status.ok()) status = registry_.CheckJob(stats.job());
   if (status.ok()) {
     shardps::StatsResponse reply;
