@@ -171,6 +171,9 @@ TEST_F(KubernetesTest, KustomizationSetsTheShapeAndTheSafetySettings) {
         "--server_addrs=shardps-server-{i}.shardps:7070",
         "--num_servers=$(SHARDPS_SERVERS)", "SHARDPS_SERVERS: \"2\"",
         "runAsNonRoot: true", "readOnlyRootFilesystem: true",
+        // The workers' pre-flight check (shardps-doctor) as an init
+        // container with the workers' cluster flags.
+        "initContainers:", "- shardps-doctor", "--wait_s=300",
         "readinessProbe:\n          grpc:\n            port: 7070"}) {
     EXPECT_NE(out.find(want), std::string::npos) << want;
   }

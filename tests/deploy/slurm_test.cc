@@ -169,6 +169,12 @@ TEST_F(SlurmTest, SbatchRunsTwoServersAndTwoWorkers) {
   absl::Status s = (*sbatch)->Wait(absl::Now() + absl::Seconds(180));
   EXPECT_TRUE(s.ok()) << s << "\njob output: "
                       << testutil::ReadFile(dir_ + "/job.out");
+  // The pre-flight check passed both servers before the workers started.
+  shardps::ClusterCheckReport preflight;
+  ASSERT_TRUE(ps::ReadJsonFile(run + "/preflight.json", &preflight).ok())
+      << testutil::ReadFile(dir_ + "/job.out");
+  EXPECT_TRUE(preflight.ok());
+  EXPECT_EQ(preflight.servers_ready(), 2u);
   for (int rank = 0; rank < 2; ++rank) {
     shardps::WorkerSummary w;
     absl::Status read =

@@ -76,6 +76,18 @@ absl::StatusOr<std::string> Resolve(const std::string& host) {
   return ipv4;
 }
 
+// The cause in a client error about `shard` at `address`, without the
+// "... on shard S at ADDRESS: " the report's line already says.
+std::string CauseOf(const absl::Status& s, int shard,
+                    absl::string_view address) {
+  const std::string named =
+      absl::StrCat("shard ", shard, " at ", address, ": ");
+  const size_t at = s.message().find(named);
+  return std::string(at == absl::string_view::npos
+                         ? s.message()
+                         : s.message().substr(at + named.size()));
+}
+
 // Which check a failed WaitReady stopped at, from its status code (and for
 // FAILED_PRECONDITION, which of the two refusals it carries).
 absl::string_view StageOf(const absl::Status& s) {
@@ -130,10 +142,12 @@ void CheckServer(const ClusterCheckOptions& options, ps::Client* client,
   if (absl::Status ready =
           client->WaitServerReady(shard, deadline - absl::Now());
       !ready.ok()) {
-    return Fail(check, StageOf(ready), ready.message());
+    return Fail(check, StageOf(ready), CauseOf(ready, shard, address));
   }
   absl::StatusOr<shardps::StatsResponse> answer = client->ServerStats(shard);
-  if (!answer.ok()) return Fail(check, "tables", answer.status().message());
+  if (!answer.ok()) {
+    return Fail(check, "tables", CauseOf(answer.status(), shard, address));
+  }
   check->set_build_version(answer->build_version());
   check->set_protocol_version(answer->protocol_version());
   for (const shardps::TableStats& t : answer->tables()) {
@@ -254,6 +268,40 @@ absl::StatusOr<shardps::ClusterCheckReport> CheckCluster(
   report.set_servers_ready(ready);
   report.set_ok(n > 0 && ready == n);
   return report;
+}
+
+bool WorthWaitingFor(const shardps::ClusterCheckReport& report) {
+  for (const shardps::ServerCheck& s : report.servers()) {
+    if (!s.ready() && s.stage() != "resolve" && s.stage() != "connect" &&
+        s.stage() != "handshake") {
+      return false;
+    }
+  }
+  return !report.ok();
+}
+
+absl::StatusOr<shardps::ClusterCheckReport> CheckClusterUntil(
+    const ClusterCheckOptions& options, absl::Time give_up,
+    absl::FunctionRef<void(const shardps::ClusterCheckReport&)> waiting) {
+  constexpr absl::Duration kAgainEvery = absl::Seconds(2);
+  absl::StatusOr<shardps::ClusterCheckReport> report = CheckCluster(options);
+  while (report.ok() && WorthWaitingFor(*report) &&
+         absl::Now() + kAgainEvery < give_up) {
+    waiting(*report);
+    absl::SleepFor(kAgainEvery);  // a server starting takes seconds
+    report = CheckCluster(options);
+  }
+  return report;
+}
+
+std::string FirstProblem(const shardps::ClusterCheckReport& report) {
+  for (const shardps::ServerCheck& s : report.servers()) {
+    if (!s.ready()) {
+      return absl::StrCat("shard ", s.shard(), " at ", s.address(), ": ",
+                          s.problem());
+    }
+  }
+  return "";
 }
 
 std::string FormatCheckReport(const shardps::ClusterCheckReport& report) {

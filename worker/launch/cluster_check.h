@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "proto/summary.pb.h"
@@ -37,6 +38,23 @@ struct ClusterCheckOptions {
 // unreadable TLS file, an address that is not host:port).
 absl::StatusOr<shardps::ClusterCheckReport> CheckCluster(
     const ClusterCheckOptions& options);
+
+// Whether every server that is not ready failed where a server still
+// starting fails (resolve: a Kubernetes pod's name exists once the pod
+// does; connect; handshake), so that checking again later may pass. A
+// refused job, token or protocol, or inconsistent tables, will not mend.
+bool WorthWaitingFor(const shardps::ClusterCheckReport& report);
+
+// CheckCluster, then again every 2 s while WorthWaitingFor and `give_up`
+// is more than 2 s away, telling `waiting` of each report it will retry.
+// For a check that may start with the servers (a pre-flight step).
+absl::StatusOr<shardps::ClusterCheckReport> CheckClusterUntil(
+    const ClusterCheckOptions& options, absl::Time give_up,
+    absl::FunctionRef<void(const shardps::ClusterCheckReport&)> waiting);
+
+// "shard 3 at h:7073: connection refused ..." of the first server not
+// ready; empty when all are.
+std::string FirstProblem(const shardps::ClusterCheckReport& report);
 
 // One line per server and a last line with the verdict, for a terminal.
 std::string FormatCheckReport(const shardps::ClusterCheckReport& report);

@@ -3,14 +3,18 @@
 // cluster_check.h). A pre-flight step before workers start:
 //   shardps-doctor --server_addrs=h1:7070,h2:7070 --job=J \
 //       [--tls_ca=ca.pem] [--auth_token_file=F] [--report=check.json]
-// Prints one line per server; --report writes the JSON report ("-":
-// standard output, the lines then go to standard error). Exit code 0 when
-// every server is ready, 1 when one is not, 2 on a bad flag.
+// With --wait_s it may start with the servers: it checks again while they
+// are still coming up. Prints one line per server; --report writes the
+// JSON report ("-": standard output, the lines then go to standard error).
+// Exit code 0 when every server is ready, 1 when one is not, 2 on a bad
+// flag.
 #include <cstdio>
 #include <string>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
 #include "ps/base/json_file.h"
 #include "ps/base/program.h"
 #include "ps/client/server_addrs.h"
@@ -25,6 +29,11 @@ ABSL_FLAG(std::string, job, "default", "Job id the servers were started with.");
 ABSL_FLAG(double, timeout_s, 5,
           "Seconds each server gets to pass every check (they are checked at "
           "once).");
+ABSL_FLAG(double, wait_s, 0,
+          "Check again every 2 s for up to this many seconds while the only "
+          "problems are ones a server still starting has (name not yet in "
+          "DNS, connection refused, handshake); a refused job, token or "
+          "protocol, or inconsistent tables, end the wait at once.");
 ABSL_FLAG(std::string, report, "",
           "Also write the JSON report here ('-': standard output).");
 
@@ -63,8 +72,22 @@ int main(int argc, char** argv) {
   options.tls = security->tls;
   options.auth_token = security->auth_token;
 
+  const double wait_s = absl::GetFlag(FLAGS_wait_s);
+  if (!(wait_s >= 0 && wait_s <= 86400)) {
+    return BadFlag("--wait_s",
+                   absl::InvalidArgumentError("must be in [0, 86400]"));
+  }
+  const absl::Time give_up = absl::Now() + absl::Seconds(wait_s);
   absl::StatusOr<shardps::ClusterCheckReport> checked =
-      worker::CheckCluster(options);
+      worker::CheckClusterUntil(
+          options, give_up, [&](const shardps::ClusterCheckReport& report) {
+            absl::FPrintF(stderr,
+                          "shardps-doctor: %d of %d servers ready, waiting "
+                          "(%.0f s left); first not ready: %s\n",
+                          report.servers_ready(), report.servers_size(),
+                          absl::ToDoubleSeconds(give_up - absl::Now()),
+                          worker::FirstProblem(report));
+          });
   if (!checked.ok()) {
     absl::FPrintF(stderr, "shardps-doctor: %s\n", checked.status().message());
     return 2;

@@ -89,6 +89,12 @@ ABSL_FLAG(std::string, python_path, "",
           "else the interpreter's own path, for an installed package).");
 ABSL_FLAG(std::string, server_flags, "",
           "Extra shardps-server flags, space-separated (e.g. TLS files).");
+ABSL_FLAG(bool, check, false,
+          "Start the servers, check each once as a worker would reach it "
+          "(address, connection, TLS, token, job, version, tables; as "
+          "shardps-doctor), print a line per server, write "
+          "RUN_DIR/check.json and stop: no workers. Exit code 1 on a "
+          "problem.");
 ABSL_FLAG(double, ready_timeout_s, 60,
           "Deadline for every server to start and pass its health check.");
 ABSL_FLAG(double, progress_s, 1, "Seconds between progress updates.");
@@ -143,6 +149,7 @@ absl::Status ReadRunFlags(const std::vector<char*>& rest,
   o->trace = absl::GetFlag(FLAGS_trace);
   o->metrics_port = absl::GetFlag(FLAGS_metrics_port);
   o->ready_timeout = absl::Seconds(absl::GetFlag(FLAGS_ready_timeout_s));
+  o->check_only = absl::GetFlag(FLAGS_check);
   o->progress_every = absl::Seconds(absl::GetFlag(FLAGS_progress_s));
   o->server_binary = ps::SiblingBinary("shardps-server");
   o->worker_binary = ps::SiblingBinary("shardps-worker");
@@ -216,7 +223,14 @@ int main(int argc, char** argv) {
   absl::StatusOr<shardps::RunSummary> summary = worker::RunLaunch(
       request, [&stop](absl::Duration d) { return stop.WaitFor(d) != 0; });
   if (!summary.ok()) return Fail(summary.status());
-  PrintResult(*summary, request.launch.run_dir);
+  if (!request.launch.check_only) {
+    PrintResult(*summary, request.launch.run_dir);
+  } else if (summary->ok()) {
+    absl::FPrintF(stderr,
+                  "shardps-launch: check passed: %d servers ready (%s/"
+                  "check.json)\n",
+                  summary->servers(), request.launch.run_dir);
+  }
   if (!summary->ok()) return Fail(absl::InternalError(summary->error()));
   return 0;
 }

@@ -18,6 +18,7 @@
 #include "ps/client/client.h"
 #include "ps/obs/progress_line.h"
 #include "ps/obs/trace.h"
+#include "worker/launch/cluster_check.h"
 #include "worker/launch/remote_process.h"
 #include "worker/launch/replica_set.h"
 #include "worker/launch/run_record.h"
@@ -75,6 +76,7 @@ class Run {
     // The launcher's own client: health checks now, statistics at the end.
     absl::StatusOr<std::unique_ptr<ps::Client>> client = Connect();
     if (!client.ok()) return client.status();
+    if (o_.check_only) return CheckServers(**client);
     if (absl::Status s = WaitHealthy(**client); !s.ok()) return s;
     Progress("servers healthy");
     if (absl::Status s = StartWorkers(); !s.ok()) return s;
@@ -308,6 +310,36 @@ class Run {
       progress_.Print(
           absl::StrCat("shardps-launch: the final evaluation failed (",
                        ended->message(), "); see ", log));
+    }
+    return absl::OkStatus();
+  }
+
+  // --check: the servers as a worker reaches them, each named with what is
+  // wrong. Replicated shards are checked at their primaries, once elected.
+  absl::Status CheckServers(ps::Client& client) {
+    if (replicas_ != nullptr) {
+      if (absl::Status s = WaitHealthy(client); !s.ok()) return s;
+    }
+    ClusterCheckOptions c;
+    c.server_addrs = client.ServerAddresses();
+    c.job = o_.job;
+    c.tls = o_.tls;
+    c.auth_token = client.options().auth_token;
+    const absl::Time give_up = absl::Now() + o_.ready_timeout;
+    absl::StatusOr<shardps::ClusterCheckReport> report = CheckClusterUntil(
+        c, give_up, [&](const shardps::ClusterCheckReport& r) {
+          Progress(absl::StrFormat("check: %d of %d servers ready, waiting; %s",
+                                   r.servers_ready(), r.servers_size(),
+                                   FirstProblem(r)));
+        });
+    if (!report.ok()) return report.status();
+    const std::string path = o_.run_dir + "/check.json";
+    if (absl::Status s = ps::WriteJsonFile(*report, path); !s.ok()) return s;
+    progress_.Print(absl::StrCat("shardps-launch --check:\n",
+                                 FormatCheckReport(*report), "report: ", path));
+    if (!report->ok()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the cluster check found a problem: ", FirstProblem(*report)));
     }
     return absl::OkStatus();
   }

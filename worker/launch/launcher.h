@@ -67,6 +67,11 @@ struct LaunchOptions {
   // Where the shardps package is; empty: on the interpreter's own path.
   std::string python_path;
   absl::Duration ready_timeout = absl::Seconds(60);
+  // Start the servers, check each once from the launcher's place
+  // (worker/launch/cluster_check.h; waiting up to ready_timeout while they
+  // come up), write RUN_DIR/check.json, stop: no workers. The run is ok
+  // when every server is ready.
+  bool check_only = false;
   // Every server and worker writes a Chrome trace to
   // RUN_DIR/<process>.trace.json; at the end they are merged into
   // RUN_DIR/trace.json.

@@ -17,6 +17,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "proto/summary.pb.h"
+#include "ps/base/json_file.h"
 #include "util/data.h"
 #include "util/etcd.h"
 #include "util/files.h"
@@ -184,6 +186,40 @@ TEST_F(EmulatedClusterTest, ShortABShowsBothEffectsInTheRightDirection) {
   // servers split the traffic.
   EXPECT_GT(fix4.samples_per_second(), 1.5 * base4.samples_per_second())
       << base4.samples_per_second() << " vs " << fix4.samples_per_second();
+}
+
+// --check from the control host across the emulated network: four servers
+// on their own hosts all ready; servers of another job each named.
+TEST_F(EmulatedClusterTest, CheckNamesEveryServerAcrossTheNetwork) {
+  const shardps::RunSummary ok =
+      Run("check", 4, 1, "parallel", {}, Outcome::kOk, {"--check"});
+  ASSERT_TRUE(ok.ok()) << ok.error();
+  shardps::ClusterCheckReport report;
+  ASSERT_TRUE(ps::ReadJsonFile(dir_ + "/check/check.json", &report).ok());
+  EXPECT_TRUE(report.ok());
+  ASSERT_EQ(report.servers_size(), 4);
+  for (int s = 0; s < 4; ++s) {
+    EXPECT_TRUE(report.servers(s).ready()) << report.servers(s).problem();
+    EXPECT_EQ(report.servers(s).address().rfind(
+                  absl::StrCat("10.213.1.", s + 1, ":"), 0),
+              0u)
+        << report.servers(s).address();
+  }
+  const shardps::RunSummary other =
+      Run("check-job", 4, 1, "parallel", {}, Outcome::kFails,
+          {"--check", "--server_flags=--job=elsewhere"});
+  EXPECT_NE(other.error().find("the cluster check found a problem: shard 0 "
+                               "at 10.213.1.1:"),
+            std::string::npos)
+      << other.error();
+  ASSERT_TRUE(ps::ReadJsonFile(dir_ + "/check-job/check.json", &report).ok());
+  EXPECT_EQ(report.servers_ready(), 0u);
+  for (const shardps::ServerCheck& server : report.servers()) {
+    EXPECT_EQ(server.stage(), "job") << server.problem();
+    EXPECT_NE(server.problem().find("reached a server of job 'elsewhere'"),
+              std::string::npos)
+        << server.problem();
+  }
 }
 
 TEST_F(EmulatedClusterTest,
