@@ -1,7 +1,11 @@
 // CheckCluster (shardps-doctor, shardps-launch --check) on a healthy
 // 4-server cluster reports all four ready with their shard of each table;
 // with each fault injected it names the server, the check that failed and
-// the cause, within a few seconds.
+// the cause, within a few seconds: a server missing, a name that does not
+// resolve, another job, a wrong token, servers in the wrong order, tables
+// lost or of another cluster size, another wire protocol, and on a TLS
+// cluster a plain client, a server without TLS, the wrong CA and a name the
+// certificate lacks.
 #include "worker/launch/cluster_check.h"
 
 #include <gtest/gtest.h>
@@ -46,15 +50,15 @@ class ClusterCheckTest : public testing::Test {
 
   // A server in place of server `s`, of `job`, with `token` and `tls`.
   void Replace(int s, const std::string& job, const std::string& token = "",
-               ps::TlsFiles tls = {}) {
+               ps::TlsFiles tls = {}, const std::string& host = "127.0.0.1") {
     ps::ServerOptions o;
-    o.host = "127.0.0.1";
+    o.host = host;
     o.job = job;
     o.auth_token = token;
     o.tls = std::move(tls);
     absl::StatusOr<std::unique_ptr<ps::Server>> server = ps::Server::Start(o);
     ASSERT_TRUE(server.ok()) << server.status();
-    addrs_[s] = (*server)->address();
+    addrs_[s] = absl::StrCat("127.0.0.1:", (*server)->port());
     servers_[s] = *std::move(server);
   }
 
@@ -183,6 +187,8 @@ TEST_F(ClusterCheckTest, AServerOfAnotherProtocolIsNamed) {
                   "(shardps 9.9.9) speaks wire protocol 99");
 }
 
+// A cluster of four TLS servers, checked by a client that trusts their CA
+// unless a test says otherwise.
 class ClusterCheckTlsTest : public ClusterCheckTest {
  protected:
   void SetUp() override {
@@ -192,15 +198,60 @@ class ClusterCheckTlsTest : public ClusterCheckTest {
     }
     absl::Status made = testutil::MakeTestCertificates(dir_.path());
     ASSERT_TRUE(made.ok()) << made;
+    // On every address, so that 127.0.0.2 reaches them too.
+    for (int s = 0; s < 4; ++s) Replace(s, "doc", "", ServerTls(), "0.0.0.0");
+  }
+  ps::TlsFiles ServerTls() const {
+    return {File("server.pem"), File("server.key"), ""};
+  }
+  std::string File(const std::string& name) const {
+    return dir_.path() + "/" + name;
+  }
+  shardps::ClusterCheckReport CheckWithCa(const std::string& ca) {
+    ClusterCheckOptions o;
+    o.tls.ca = File(ca);
+    return Check(o);
+  }
+  // Every server failed the handshake, saying `cause`.
+  void ExpectAllHandshakesFail(const shardps::ClusterCheckReport& report,
+                               const std::string& cause) {
+    EXPECT_EQ(report.servers_ready(), 0u);
+    for (const shardps::ServerCheck& server : report.servers()) {
+      EXPECT_EQ(server.stage(), "handshake") << server.problem();
+      EXPECT_TRUE(absl::StrContains(server.problem(), cause))
+          << server.problem();
+    }
   }
   testutil::ScopedTempDir dir_{"shardps-check-tls"};
 };
 
-TEST_F(ClusterCheckTlsTest, APlainClientOfATlsServerIsTold) {
-  Replace(2, "doc", "",
-          {dir_.path() + "/server.pem", dir_.path() + "/server.key", ""});
-  ExpectOnlyFault(Check(), 2, "handshake",
-                  "it may speak TLS (then give this client --tls_ca)");
+TEST_F(ClusterCheckTlsTest, AHealthyTlsClusterIsAllReady) {
+  const shardps::ClusterCheckReport report = CheckWithCa("ca.pem");
+  EXPECT_TRUE(report.ok()) << FormatCheckReport(report);
+  EXPECT_TRUE(absl::StrContains(FormatCheckReport(report),
+                                "4 of 4 servers ready (job 'doc', TLS)"));
+}
+
+TEST_F(ClusterCheckTlsTest, APlainClientOfTlsServersIsTold) {
+  ExpectAllHandshakesFail(Check(),
+                          "it may speak TLS (then give this client --tls_ca)");
+}
+
+TEST_F(ClusterCheckTlsTest, AServerWithoutTlsIsNamed) {
+  Replace(3, "doc");
+  ExpectOnlyFault(CheckWithCa("ca.pem"), 3, "handshake",
+                  "the server does not speak TLS");
+}
+
+TEST_F(ClusterCheckTlsTest, TheWrongCaIsNamed) {
+  ExpectAllHandshakesFail(CheckWithCa("other.pem"), "not signed by --tls_ca");
+}
+
+TEST_F(ClusterCheckTlsTest, ANameTheCertificateLacksIsNamed) {
+  // The certificate names 127.0.0.1 and localhost, not 127.0.0.2.
+  addrs_[1] = absl::StrCat("127.0.0.2:", servers_[1]->port());
+  ExpectOnlyFault(CheckWithCa("ca.pem"), 1, "handshake",
+                  "certificate does not name the host in " + addrs_[1]);
 }
 
 }  // namespace
