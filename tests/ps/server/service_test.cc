@@ -39,12 +39,16 @@ class ServiceTest : public testing::Test {
                                   absl::Duration timeout = absl::Seconds(30)) {
     ClientOptions o;
     o.server_addrs = addrs_;
-    o.job = std::move(job);
+    o.job = job;
     o.chunk_bytes = chunk_bytes;
     o.rpc_timeout = timeout;
     absl::StatusOr<std::unique_ptr<Client>> c = Client::Connect(o);
     EXPECT_TRUE(c.ok()) << c.status();
-    EXPECT_TRUE((*c)->WaitReady(absl::Seconds(10)).ok());
+    // The servers of SetUp are ready; WaitReady would refuse another job.
+    if (job == "test") {
+      const absl::Status ready = (*c)->WaitReady(absl::Seconds(10));
+      EXPECT_TRUE(ready.ok()) << ready;
+    }
     return *std::move(c);
   }
 
@@ -241,9 +245,14 @@ TEST_F(ServiceTest, BadRequestsGetTheirCodeAndChangeNothing) {
   absl::Status conflict = client->CreateTable(Table("w", p, 0.5f, 2.0f));
   EXPECT_EQ(conflict.code(), absl::StatusCode::kAlreadyExists) << conflict;
   EXPECT_NE(conflict.message().find(addrs_[0]), std::string::npos) << conflict;
-  // A client of another job.
-  absl::Status wrong_job =
-      Connect(1 << 20, "other")->CreateTable(Table("x", p));
+  // A client of another job: refused when it waits for the servers, and
+  // if it does not, by each call.
+  std::unique_ptr<Client> other = Connect(1 << 20, "other");
+  const absl::Status refused = other->WaitReady(absl::Seconds(10));
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << refused;
+  EXPECT_NE(refused.message().find("job 'other'"), std::string::npos)
+      << refused;
+  absl::Status wrong_job = other->CreateTable(Table("x", p));
   EXPECT_EQ(wrong_job.code(), absl::StatusCode::kFailedPrecondition);
   // A NaN anywhere in a multi-shard push: refused before any shard applies.
   std::vector<float> grad(p, 1.0f);
