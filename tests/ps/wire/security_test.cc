@@ -5,6 +5,7 @@
 #include "ps/wire/security.h"
 
 #include <grpcpp/create_channel.h>
+#include <grpcpp/generic/generic_stub.h>
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "ps/base/program.h"
 #include "ps/base/server_process.h"
 #include "ps/client/client.h"
@@ -212,9 +214,33 @@ TEST(TokenTest, EveryMethodRefusesAMissingTokenAndChangesNothing) {
   absl::StatusOr<std::vector<shardps::StatsResponse>> stats = owner->Stats();
   ASSERT_TRUE(stats.ok());
   EXPECT_EQ((*stats)[0].tables(0).version(), 1u);
-  // Readiness needs no token.
+  // The health service (what Kubernetes probes) needs no token: an empty
+  // HealthCheckRequest is answered SERVING (08 01).
+  grpc::GenericStub health(grpc::CreateChannel(
+      (*server)->address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext health_context;
+  grpc::Slice empty;
+  grpc::ByteBuffer request(&empty, 1), response;
+  absl::Notification answered;
+  grpc::Status health_status;
+  health.UnaryCall(&health_context, "/grpc.health.v1.Health/Check",
+                   grpc::StubOptions(), &request, &response,
+                   [&](grpc::Status s) {
+                     health_status = std::move(s);
+                     answered.Notify();
+                   });
+  answered.WaitForNotification();
+  ASSERT_TRUE(health_status.ok()) << health_status.error_message();
+  grpc::Slice reply;
+  ASSERT_TRUE(response.DumpToSingleSlice(&reply).ok());
+  EXPECT_EQ(
+      std::string(reinterpret_cast<const char*>(reply.begin()), reply.size()),
+      std::string("\x08\x01", 2));
+  // A client's WaitReady, which also checks token, job and version, is
+  // refused at once without the token.
   co.auth_token = "";
-  EXPECT_TRUE((*Client::Connect(co))->WaitReady(absl::Seconds(10)).ok());
+  EXPECT_EQ((*Client::Connect(co))->WaitReady(absl::Seconds(10)).code(),
+            absl::StatusCode::kUnauthenticated);
 }
 
 TEST(LimitsTest, OversizedRequestIsResourceExhaustedAndChangesNothing) {
