@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkgconf make
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libabsl-dev libopenblas-dev
+  libabsl-dev libopenblas-dev libxxhash-dev  # xxHash: sparse ids to shards
   libgtest-dev libgmock-dev libbenchmark-dev
   zlib1g-dev libcurl4-openssl-dev dataset-fashion-mnist
   nginx-light iproute2 procps python3-matplotlib  # the emulated cluster and experiments/
