@@ -19,6 +19,12 @@ namespace ps {
 void FillInitialValues(const shardps::InitConfig& config, KeyRange keys,
                        float* out);
 
+// Writes the initial values of a sparse table's row `id` (dim floats) to
+// out[0, dim): a function of (config, id, dim) alone, so a row created on
+// first touch by any server holding it starts out the same.
+void FillInitialRow(const shardps::InitConfig& config, uint64_t id,
+                    uint32_t dim, float* out);
+
 }  // namespace ps
 
 #endif  // SHARDPS_PS_TABLE_INITIALIZER_H_
