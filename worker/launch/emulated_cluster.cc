@@ -24,7 +24,7 @@ constexpr char kIp[] = "/usr/bin/ip";
 
 absl::StatusOr<std::unique_ptr<EmulatedCluster>> EmulatedCluster::Create(
     const EmulatedClusterOptions& options) {
-  if (options.data_root.empty() || options.data_root[0] != '/') {
+  if (!options.data_root.empty() && options.data_root[0] != '/') {
     return absl::InvalidArgumentError(
         "the emulated cluster serves data from an absolute directory");
   }

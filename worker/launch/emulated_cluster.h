@@ -27,7 +27,7 @@ struct EmulatedClusterOptions {
   std::string server_link = "200mbit";  // tc rates, each direction
   std::string worker_link = "1gbit";
   std::string storage_link = "400mbit";
-  std::string data_root;  // served by the storage host's nginx
+  std::string data_root;  // served by the storage host's nginx; empty: none
   std::string subnet = "10.213";
   std::string log_dir;  // the setup script's output: emucluster-*.log
 };

@@ -15,10 +15,6 @@ namespace {
 class EmulatedPlacement final : public Placement {
  public:
   absl::StatusOr<Placed> Place(const PlacementOptions& options) override {
-    if (options.data.empty()) {
-      return absl::InvalidArgumentError(
-          "--cluster=emulated needs --data (served by the storage host)");
-    }
     if (geteuid() != 0) {
       return absl::PermissionDeniedError(
           "--cluster=emulated needs root (network namespaces and tc): run "
@@ -32,10 +28,14 @@ class EmulatedPlacement final : public Placement {
     co.worker_link = options.worker_link;
     co.storage_link = options.storage_link;
     co.subnet = options.subnet;
-    std::error_code error;
-    const std::filesystem::path root =
-        std::filesystem::canonical(options.data, error);
-    co.data_root = error ? options.data : root.string();
+    // Without --data (--check, or scripts that read their own data) the
+    // storage host serves nothing.
+    if (!options.data.empty()) {
+      std::error_code error;
+      const std::filesystem::path root =
+          std::filesystem::canonical(options.data, error);
+      co.data_root = error ? options.data : root.string();
+    }
     co.log_dir = options.run_dir;
     absl::StatusOr<std::unique_ptr<EmulatedCluster>> c =
         EmulatedCluster::Create(co);
@@ -48,7 +48,7 @@ class EmulatedPlacement final : public Placement {
     for (int i = 0; i < options.workers; ++i) {
       placed.workers.push_back(cluster_->worker(i));
     }
-    placed.data = cluster_->StorageUrl("");
+    if (!co.data_root.empty()) placed.data = cluster_->StorageUrl("");
     placed.control_address = cluster_->control_address();
     placed.links = {{"server", co.server_link},
                     {"worker", co.worker_link},

@@ -65,16 +65,5 @@ TEST(PlacementTest, SshPlacesOnTheHostfilesHostsRoundRobin) {
       << s;
 }
 
-TEST(PlacementTest, TheEmulatedClusterNeedsData) {
-  absl::StatusOr<std::unique_ptr<Placement>> p = MakePlacement("emulated");
-  ASSERT_TRUE(p.ok());
-  PlacementOptions o;
-  absl::Status s = (*p)->Place(o).status();
-  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
-  EXPECT_NE(s.message().find("--cluster=emulated needs --data"),
-            std::string::npos)
-      << s;
-}
-
 }  // namespace
 }  // namespace worker
