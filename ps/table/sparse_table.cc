@@ -1,0 +1,65 @@
+#include "ps/table/sparse_table.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace ps {
+
+absl::StatusOr<std::unique_ptr<SparseTable>> SparseTable::Create(
+    SparseTableOptions options) {
+  if (options.num_shards < 1 || options.shard_index < 0 ||
+      options.shard_index >= options.num_shards) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shard ", options.shard_index, " of ", options.num_shards,
+                     " does not exist"));
+  }
+  absl::StatusOr<std::unique_ptr<SparseRows>> rows =
+      SparseRows::Create(options.rows);
+  if (!rows.ok()) return rows.status();
+  return std::unique_ptr<SparseTable>(
+      new SparseTable(std::move(options), *std::move(rows)));
+}
+
+absl::Status SparseTable::CheckOwned(absl::Span<const uint64_t> ids) const {
+  for (uint64_t id : ids) {
+    if (const int owner = partition_.ShardOf(id);
+        owner != options_.shard_index) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "row ", id, " belongs to shard ", owner, " of ", options_.num_shards,
+          ", not to this server's shard ", options_.shard_index, " (",
+          options_.sharding == RowSharding::kHash ? "hash" : "range",
+          " sharding)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SparseTable::Pull(absl::Span<const uint64_t> ids, bool create,
+                               float* out) {
+  if (absl::Status s = CheckOwned(ids); !s.ok()) return s;
+  return rows_->Pull(ids, create, out);
+}
+
+absl::StatusOr<PushOutcome> SparseTable::Push(const SparsePush& push) {
+  if (absl::Status s = CheckOwned(push.ids); !s.ok()) return s;
+  absl::StatusOr<Admission> admission =
+      ledger_.Admit(push.id, push.acked_below);
+  if (!admission.ok()) return admission.status();
+  if (admission->kind == Admission::kDuplicate) {
+    return PushOutcome{
+        admission->version != 0 ? admission->version : version_.load(),
+        /*duplicate=*/true};
+  }
+  if (absl::Status s = rows_->Push(push.ids, push.grads, push.lr_scale);
+      !s.ok()) {
+    ledger_.Abort(push.id);
+    return s;
+  }
+  const uint64_t version = version_.fetch_add(1) + 1;
+  ledger_.Commit(push.id, version);
+  // Every push taken is applied at once: its place is its version.
+  return PushOutcome{version, /*duplicate=*/false, /*position=*/version};
+}
+
+}  // namespace ps

@@ -1,0 +1,84 @@
+// SparseTable: a sparse table's shard on one server as the wire uses it:
+// SparseRows (ps/table/sparse_rows.h) behind the checks a server owes its
+// clients. Every id must be one this shard owns under the table's
+// RowPartition (ps/wire/row_partition.h); a push is applied exactly once
+// through a PushLedger (ps/table/push_ledger.h), so a client may resend it
+// after a lost reply; each applied push counts one version.
+//
+// Thread-safety: all methods may be called concurrently.
+#ifndef SHARDPS_PS_TABLE_SPARSE_TABLE_H_
+#define SHARDPS_PS_TABLE_SPARSE_TABLE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "ps/table/push_ledger.h"
+#include "ps/table/sparse_rows.h"
+#include "ps/table/table.h"
+#include "ps/wire/float_pieces.h"
+#include "ps/wire/row_partition.h"
+
+namespace ps {
+
+struct SparseTableOptions {
+  SparseRowsOptions rows;
+  RowSharding sharding = RowSharding::kHash;
+  int num_shards = 1;
+  int shard_index = 0;    // which of the num_shards this server holds
+  uint64_t id_space = 0;  // range sharding's id bound (row_partition.h)
+};
+
+// A push of row gradients as the wire gives it: grads holds ids.size() rows
+// of dim floats. id names the piece for the ledger (PushId.begin: the
+// piece's place within its logical push).
+struct SparsePush {
+  PushId id;
+  uint64_t acked_below = 0;
+  absl::Span<const uint64_t> ids;
+  UnalignedFloats grads{static_cast<const float*>(nullptr), 0};
+  float lr_scale = 1.0f;
+};
+
+class SparseTable {
+ public:
+  // INVALID_ARGUMENT for rows options SparseRows refuses, or a shard index
+  // outside [0, num_shards).
+  static absl::StatusOr<std::unique_ptr<SparseTable>> Create(
+      SparseTableOptions options);
+  SparseTable(const SparseTable&) = delete;
+  SparseTable& operator=(const SparseTable&) = delete;
+
+  const SparseTableOptions& options() const { return options_; }
+  uint64_t version() const { return version_.load(); }
+  uint64_t num_rows() const { return rows_->num_rows(); }
+  uint64_t duplicate_pushes() const { return ledger_.duplicates(); }
+
+  // SparseRows::Pull, after checking that this shard owns every id.
+  absl::Status Pull(absl::Span<const uint64_t> ids, bool create, float* out);
+  // Applies the push once (a copy of an applied one is acknowledged with
+  // duplicate set); refused, changing nothing, for an id of another shard
+  // or anything SparseRows::Push refuses.
+  absl::StatusOr<PushOutcome> Push(const SparsePush& push);
+
+ private:
+  SparseTable(SparseTableOptions options, std::unique_ptr<SparseRows> rows)
+      : options_(std::move(options)),
+        partition_(options_.sharding, options_.num_shards, options_.id_space),
+        rows_(std::move(rows)) {}
+  // INVALID_ARGUMENT naming the first id another shard owns.
+  absl::Status CheckOwned(absl::Span<const uint64_t> ids) const;
+
+  const SparseTableOptions options_;
+  const RowPartition partition_;
+  const std::unique_ptr<SparseRows> rows_;
+  PushLedger ledger_;
+  std::atomic<uint64_t> version_{0};
+};
+
+}  // namespace ps
+
+#endif  // SHARDPS_PS_TABLE_SPARSE_TABLE_H_

@@ -1,0 +1,128 @@
+// SparseTable: ids of another shard are refused by name and change
+// nothing; a push resent after a lost reply is acknowledged, not applied
+// twice; a refused push leaves no ledger entry, so its corrected resend is
+// applied; each applied push counts one version.
+#include "ps/table/sparse_table.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "absl/strings/match.h"
+
+namespace ps {
+namespace {
+
+class SparseTableTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    SparseTableOptions o;
+    o.rows.dim = 2;
+    o.rows.max_rows = 100;
+    o.rows.init.set_kind("constant");
+    o.rows.init.set_value(1.0f);
+    o.rows.optimizer.set_name("sgd");
+    o.rows.optimizer.set_learning_rate(1.0f);
+    o.sharding = RowSharding::kRange;
+    o.num_shards = 2;
+    o.shard_index = 1;  // ids [50, 100)
+    o.id_space = 100;
+    absl::StatusOr<std::unique_ptr<SparseTable>> t = SparseTable::Create(o);
+    ASSERT_TRUE(t.ok()) << t.status();
+    table_ = *std::move(t);
+  }
+
+  std::vector<float> Row(uint64_t id) {
+    std::vector<float> out(2);
+    EXPECT_TRUE(table_->Pull({{id}}, /*create=*/false, out.data()).ok());
+    return out;
+  }
+
+  SparsePush Push(uint64_t sequence, const std::vector<uint64_t>& ids,
+                  const std::vector<float>& grads) {
+    SparsePush p;
+    p.id = PushId{/*worker=*/3, /*session=*/77, sequence, /*begin=*/0};
+    p.ids = ids;
+    p.grads = UnalignedFloats(grads.data(), grads.size());
+    return p;
+  }
+
+  std::unique_ptr<SparseTable> table_;
+};
+
+TEST_F(SparseTableTest, IdsOfAnotherShardAreRefusedByName) {
+  std::vector<float> out(4);
+  const absl::Status pull = table_->Pull({{60, 7}}, true, out.data());
+  EXPECT_EQ(pull.code(), absl::StatusCode::kInvalidArgument) << pull;
+  EXPECT_TRUE(absl::StrContains(
+      pull.message(),
+      "row 7 belongs to shard 0 of 2, not to this server's shard 1"))
+      << pull;
+  const std::vector<uint64_t> ids = {60, 7};
+  const std::vector<float> grads(4, 1.0f);
+  const absl::StatusOr<PushOutcome> push = table_->Push(Push(1, ids, grads));
+  EXPECT_EQ(push.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(table_->num_rows(), 0u);  // not even row 60 was created
+  EXPECT_EQ(table_->version(), 0u);
+}
+
+TEST_F(SparseTableTest, AResentPushIsAcknowledgedNotAppliedTwice) {
+  const std::vector<uint64_t> ids = {50, 99};
+  const std::vector<float> grads = {1, 2, 3, 4};
+  absl::StatusOr<PushOutcome> first = table_->Push(Push(1, ids, grads));
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_FALSE(first->duplicate);
+  EXPECT_EQ(first->version, 1u);
+  absl::StatusOr<PushOutcome> again = table_->Push(Push(1, ids, grads));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->duplicate);
+  EXPECT_EQ(again->version, 1u);
+  EXPECT_EQ(Row(50), (std::vector<float>{0, -1}));
+  EXPECT_EQ(Row(99), (std::vector<float>{-2, -3}));
+  EXPECT_EQ(table_->duplicate_pushes(), 1u);
+  // The next push is applied and counts a version.
+  absl::StatusOr<PushOutcome> next = table_->Push(Push(2, ids, grads));
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ(next->version, 2u);
+  EXPECT_EQ(Row(50), (std::vector<float>{-1, -3}));
+}
+
+TEST_F(SparseTableTest, ARefusedPushCanBeSentAgainCorrected) {
+  const std::vector<uint64_t> ids = {55};
+  const std::vector<float> bad = {1, std::nanf("")};
+  EXPECT_EQ(table_->Push(Push(1, ids, bad)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  const std::vector<float> good = {1, 1};
+  absl::StatusOr<PushOutcome> fixed = table_->Push(Push(1, ids, good));
+  ASSERT_TRUE(fixed.ok()) << fixed.status();
+  EXPECT_FALSE(fixed->duplicate);
+  EXPECT_EQ(Row(55), (std::vector<float>{0, 0}));
+  EXPECT_EQ(table_->version(), 1u);
+}
+
+TEST_F(SparseTableTest, AckedBelowPastTheSequenceIsRefused) {
+  const std::vector<uint64_t> ids = {55};
+  const std::vector<float> grads = {1, 1};
+  SparsePush p = Push(1, ids, grads);
+  p.acked_below = 5;
+  EXPECT_EQ(table_->Push(p).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(table_->num_rows(), 0u);
+}
+
+TEST(SparseTableCreateTest, AShardOutsideTheTableIsRefused) {
+  SparseTableOptions o;
+  o.rows.dim = 2;
+  o.rows.max_rows = 10;
+  o.rows.optimizer.set_name("sgd");
+  o.rows.optimizer.set_learning_rate(1.0f);
+  o.num_shards = 2;
+  o.shard_index = 2;
+  EXPECT_EQ(SparseTable::Create(o).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace ps
