@@ -29,10 +29,12 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "proto/shardps.pb.h"
 #include "ps/base/log.h"
 #include "ps/client/client_metrics.h"
 #include "ps/obs/trace.h"
+#include "ps/wire/row_partition.h"
 #include "ps/wire/security.h"
 
 namespace ps {
@@ -112,6 +114,18 @@ struct TableOptions {
   // async by default; under sync and ssp a Pull may wait for the other
   // workers, up to the straggler timeout on top of rpc_timeout.
   shardps::ConsistencyConfig consistency;
+};
+
+// A sparse table (DESIGN.md "Sparse tables"): rows of `dim` floats keyed by
+// any uint64 id, created on first touch, sharded by RowPartition.
+struct RowTableOptions {
+  std::string name;
+  uint32_t dim = 0;
+  uint64_t max_rows_per_shard = 0;  // each server's row limit
+  shardps::OptimizerConfig optimizer;
+  shardps::InitConfig init;
+  shardps::RowSharding sharding = shardps::ROW_HASH;
+  uint64_t id_space = 0;  // ROW_RANGE: the ids cut up (0: all of uint64)
 };
 
 class Client {
@@ -194,6 +208,26 @@ class Client {
   uint64_t push_bytes() const;
   uint64_t pull_bytes() const;
 
+  // Sparse tables (ps/client/row_ops.cc). CreateRowTable creates the table
+  // on every server (or finds the identical one); OpenRowTable learns one
+  // another worker created, from the servers' Stats (NOT_FOUND if a server
+  // lacks it). Either is needed before PullRows and PushRows.
+  absl::Status CreateRowTable(const RowTableOptions& table);
+  absl::Status OpenRowTable(absl::string_view table);
+  // Rows ids[i] into out[i * dim, (i + 1) * dim); an id may repeat. Rows not
+  // held yet are created from the table's initializer when `create`, else
+  // NOT_FOUND. Ids are de-duplicated, grouped by shard and sent in calls of
+  // at most chunk_bytes, all shards at once; retried as Pull.
+  absl::Status PullRows(absl::string_view table, absl::Span<const uint64_t> ids,
+                        float* out, bool create = true);
+  // Row gradients grads[i * dim, (i + 1) * dim) for ids[i]: repeated ids
+  // are summed, then each row is applied once on its server at learning
+  // rate lr * lr_scale, exactly once however often a call is retried.
+  // A NaN or Inf anywhere is refused before anything is sent. Values
+  // travel as push_encoding (ONEBIT: as FLOAT32).
+  absl::Status PushRows(absl::string_view table, absl::Span<const uint64_t> ids,
+                        const float* grads, float lr_scale = 1.0f);
+
   // Each server's Stats, in shard order.
   absl::StatusOr<std::vector<shardps::StatsResponse>> Stats();
 
@@ -204,6 +238,11 @@ class Client {
 
  private:
   struct TableInfo;  // what the client knows of a table; in client.cc
+  // What the client knows of a sparse table it created or opened.
+  struct RowTableInfo {
+    uint32_t dim;
+    RowPartition partition;
+  };
 
   Client(ClientOptions options, uint64_t session);
   absl::Status CreateTableOnce(const TableOptions& table);
@@ -233,6 +272,17 @@ class Client {
   // sequence cannot be forgotten by servers) until ClosePush.
   PushTag OpenPush(float lr_scale);
   void ClosePush(uint64_t sequence);
+  absl::StatusOr<const RowTableInfo*> FindRowTable(absl::string_view table);
+  void AddRowTable(std::string name, std::unique_ptr<RowTableInfo> info);
+  // One shard's calls of a PullRows / PushRows (ids are this shard's).
+  absl::Status PullShardRows(int shard, const RowTableInfo& info,
+                             absl::string_view table,
+                             absl::Span<const uint64_t> ids, bool create,
+                             float* out);
+  absl::Status PushShardRows(int shard, const RowTableInfo& info,
+                             absl::string_view table,
+                             absl::Span<const uint64_t> ids, const float* grads,
+                             const PushTag& tag);
 
   const ClientOptions options_;
   const uint64_t session_;  // random, non-zero; see Push
@@ -242,6 +292,8 @@ class Client {
   std::set<uint64_t> open_pushes_ ABSL_GUARDED_BY(push_mu_);  // sequences
   absl::Mutex tables_mu_;
   absl::flat_hash_map<std::string, std::unique_ptr<TableInfo>> tables_
+      ABSL_GUARDED_BY(tables_mu_);
+  absl::flat_hash_map<std::string, std::unique_ptr<RowTableInfo>> row_tables_
       ABSL_GUARDED_BY(tables_mu_);
 };
 

@@ -23,6 +23,10 @@ const char* RpcMethodName(RpcMethod method) {
       return "PushPull";
     case RpcMethod::kAssign:
       return "Assign";
+    case RpcMethod::kPullRows:
+      return "PullRows";
+    case RpcMethod::kPushRows:
+      return "PushRows";
   }
   return "unknown";
 }

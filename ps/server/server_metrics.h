@@ -41,8 +41,17 @@
 
 namespace ps {
 
-enum class RpcMethod { kCreateTable, kPull, kPush, kStats, kPushPull, kAssign };
-inline constexpr int kNumRpcMethods = 6;
+enum class RpcMethod {
+  kCreateTable,
+  kPull,
+  kPush,
+  kStats,
+  kPushPull,
+  kAssign,
+  kPullRows,
+  kPushRows
+};
+inline constexpr int kNumRpcMethods = 8;
 const char* RpcMethodName(RpcMethod method);
 
 class ServerMetrics {

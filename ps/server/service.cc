@@ -8,6 +8,7 @@
 #include "ps/wire/grpc_status.h"
 #include "ps/wire/protocol_version.h"
 #include "ps/wire/security.h"
+#include "ps/wire/table_spec.h"
 #include "ps/wire/value_codec.h"
 #include "ps/wire/wire_codec.h"
 
@@ -111,7 +112,16 @@ grpc::ServerUnaryReactor* ParameterService::CreateTable(
         "yet (a primary's decision to drop a worker is not forwarded): use "
         "fail");
   }
-  if (status.ok()) {
+  if (status.ok() && IsSparse(create)) {
+    bool created = false;
+    absl::StatusOr<SparseTable*> table =
+        registry_.CreateSparseTable(create, &created);
+    if (table.ok()) {
+      reply.set_created(created);
+      *response = SerializeSmallMessage(reply);
+    }
+    status = table.status();
+  } else if (status.ok()) {
     bool created = false;
     absl::StatusOr<Table*> table = registry_.CreateTable(create, &created);
     if (table.ok()) {

@@ -43,13 +43,19 @@
 namespace ps {
 
 using ParameterServiceBase =
-    shardps::ParameterServer::WithRawCallbackMethod_Assign<
-        shardps::ParameterServer::WithRawCallbackMethod_Pull<
-            shardps::ParameterServer::WithRawCallbackMethod_Push<
-                shardps::ParameterServer::WithRawCallbackMethod_PushPull<
-                    shardps::ParameterServer::WithRawCallbackMethod_CreateTable<
-                        shardps::ParameterServer::WithRawCallbackMethod_Stats<
-                            shardps::ParameterServer::Service>>>>>>;
+    shardps::ParameterServer::WithRawCallbackMethod_PullRows<
+        shardps::ParameterServer::WithRawCallbackMethod_PushRows<
+            shardps::ParameterServer::WithRawCallbackMethod_Assign<
+                shardps::ParameterServer::WithRawCallbackMethod_Pull<
+                    shardps::ParameterServer::WithRawCallbackMethod_Push<
+                        shardps::ParameterServer::
+                            WithRawCallbackMethod_PushPull<
+                                shardps::ParameterServer::
+                                    WithRawCallbackMethod_CreateTable<
+                                        shardps::ParameterServer::
+                                            WithRawCallbackMethod_Stats<
+                                                shardps::ParameterServer::
+                                                    Service>>>>>>>>;
 
 struct ServiceOptions {
   std::string job = "default";
@@ -116,6 +122,13 @@ class ParameterService final : public ParameterServiceBase {
   grpc::ServerUnaryReactor* Assign(grpc::CallbackServerContext* context,
                                    const grpc::ByteBuffer* request,
                                    grpc::ByteBuffer* response) override;
+  // Sparse tables (ps/server/service_sparse.cc): rows by id.
+  grpc::ServerUnaryReactor* PullRows(grpc::CallbackServerContext* context,
+                                     const grpc::ByteBuffer* request,
+                                     grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* PushRows(grpc::CallbackServerContext* context,
+                                     const grpc::ByteBuffer* request,
+                                     grpc::ByteBuffer* response) override;
 
   // What Pull and Push do with an encoded request once the call is admitted
   // (the fuzz target in tests/fuzz drives these directly). HandlePull calls
@@ -228,6 +241,11 @@ class ParameterService final : public ParameterServiceBase {
                                       grpc::CallbackServerContext* context,
                                       const grpc::ByteBuffer* request,
                                       grpc::ByteBuffer* response);
+  // What PullRows and PushRows do once the call is admitted and parsed.
+  absl::Status AnswerPullRows(const shardps::PullRowsRequest& pull,
+                              grpc::ByteBuffer* response);
+  absl::Status ApplyPushRows(const shardps::PushRowsRequest& push,
+                             grpc::ByteBuffer* response);
   // Records the call and finishes it with `status`.
   grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* context,
                                    RpcMethod method, absl::Time start,

@@ -1,5 +1,6 @@
 #include "ps/table/sparse_table.h"
 
+#include <cmath>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -42,6 +43,10 @@ absl::Status SparseTable::Pull(absl::Span<const uint64_t> ids, bool create,
 }
 
 absl::StatusOr<PushOutcome> SparseTable::Push(const SparsePush& push) {
+  if (!std::isfinite(push.lr_scale) || push.lr_scale < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "learning_rate_scale must be finite and >= 0, got ", push.lr_scale));
+  }
   if (absl::Status s = CheckOwned(push.ids); !s.ok()) return s;
   absl::StatusOr<Admission> admission =
       ledger_.Admit(push.id, push.acked_below);

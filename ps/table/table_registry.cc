@@ -95,6 +95,10 @@ absl::StatusOr<Table*> TableRegistry::CreateTable(
   if (absl::Status s = CheckName("table", spec.table()); !s.ok()) return s;
   {
     absl::MutexLock lock(&mu_);
+    if (sparse_tables_.contains(spec.table())) {
+      return absl::AlreadyExistsError(absl::StrCat(
+          "table '", spec.table(), "' already exists as a sparse table"));
+    }
     auto it = tables_.find(spec.table());
     if (it != tables_.end()) {
       if (!SameSpec(it->second->spec(), spec)) {
@@ -184,7 +188,11 @@ absl::StatusOr<Table*> TableRegistry::Find(absl::string_view job,
   absl::ReaderMutexLock lock(&mu_);
   auto it = tables_.find(table);
   if (it == tables_.end()) {
-    return absl::NotFoundError(absl::StrCat("unknown table '", table, "'"));
+    return absl::NotFoundError(
+        sparse_tables_.contains(table)
+            ? absl::StrCat("table '", table,
+                           "' is sparse: use PullRows and PushRows")
+            : absl::StrCat("unknown table '", table, "'"));
   }
   return it->second.get();
 }
@@ -206,6 +214,7 @@ uint64_t TableRegistry::DuplicatePushes() {
 void TableRegistry::FillStats(shardps::StatsResponse* out) {
   out->set_job(job_);
   for (Table* table : Tables()) table->FillStats(out->add_tables());
+  FillSparseStats(out);
 }
 
 }  // namespace ps

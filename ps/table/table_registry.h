@@ -22,6 +22,7 @@
 #include "absl/synchronization/mutex.h"
 #include "proto/shardps.pb.h"
 #include "ps/base/log.h"
+#include "ps/table/sparse_table.h"
 #include "ps/table/table.h"
 
 namespace ps {
@@ -56,6 +57,16 @@ class TableRegistry {
   // exists with a different spec, RESOURCE_EXHAUSTED past the limits.
   absl::StatusOr<Table*> CreateTable(const shardps::CreateTableRequest& spec,
                                      bool* created);
+
+  // CreateTable for a sparse spec (IsSparse, ps/wire/table_spec.h): the
+  // shard holds at most spec.max_rows() rows, reserved against the memory
+  // limit up front. FAILED_PRECONDITION on a replicated server (sparse
+  // tables are not replicated yet).
+  absl::StatusOr<SparseTable*> CreateSparseTable(
+      const shardps::CreateTableRequest& spec, bool* created);
+  // Find for sparse tables; NOT_FOUND names a dense table of that name.
+  absl::StatusOr<SparseTable*> FindSparse(absl::string_view job,
+                                          absl::string_view table);
 
   // Adds a table as a checkpoint held it (for a server starting up): the
   // spec is checked as by CreateTable, and arrays must match it
@@ -103,6 +114,11 @@ class TableRegistry {
   // (`*inserted` tells which; the reservation of `bytes` is given back then).
   Table* Insert(std::unique_ptr<Table> table, uint64_t bytes, bool* inserted);
   std::vector<Table*> Tables();
+  void FillSparseStats(shardps::StatsResponse* out);
+  // The sparse table of spec's name if it has this spec; null if there is
+  // no table of that name; ALREADY_EXISTS for another spec or a dense one.
+  absl::StatusOr<SparseTable*> FindSameSparse(
+      const shardps::CreateTableRequest& spec);
 
   const std::string job_;
   const TableLimits limits_;
@@ -113,6 +129,14 @@ class TableRegistry {
   size_t reserved_tables_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t reserved_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   absl::flat_hash_map<std::string, std::unique_ptr<Table>> tables_
+      ABSL_GUARDED_BY(mu_);
+  // Sparse tables with the specs they were created with; their names are
+  // not in tables_.
+  struct SparseEntry {
+    shardps::CreateTableRequest spec;
+    std::unique_ptr<SparseTable> table;
+  };
+  absl::flat_hash_map<std::string, SparseEntry> sparse_tables_
       ABSL_GUARDED_BY(mu_);
 };
 

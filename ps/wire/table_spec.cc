@@ -286,6 +286,52 @@ absl::Status ValidateConsistency(const shardps::ConsistencyConfig& c) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// The fields that make a table sparse, all or none of them.
+absl::Status ValidateSparseFields(const shardps::CreateTableRequest& spec) {
+  if (!IsSparse(spec)) {
+    if (spec.max_rows() != 0 || spec.row_sharding() != shardps::ROW_HASH ||
+        spec.id_space() != 0) {
+      return absl::InvalidArgumentError(
+          "max_rows, row_sharding and id_space are for sparse tables (dim "
+          "> 0)");
+    }
+    return absl::OkStatus();
+  }
+  if (spec.dim() > kMaxRowDim) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dim ", spec.dim(), " is not in [1, ", kMaxRowDim, "]"));
+  }
+  if (spec.max_rows() < 1 || spec.max_rows() > kMaxRowsPerShard) {
+    return absl::InvalidArgumentError(absl::StrCat("max_rows ", spec.max_rows(),
+                                                   " is not in [1, ",
+                                                   kMaxRowsPerShard, "]"));
+  }
+  if (spec.row_sharding() != shardps::ROW_HASH &&
+      spec.row_sharding() != shardps::ROW_RANGE) {
+    return absl::InvalidArgumentError(absl::StrCat("row_sharding ",
+                                                   spec.row_sharding(),
+                                                   " is neither ROW_HASH nor "
+                                                   "ROW_RANGE"));
+  }
+  if (spec.num_params() != 0) {
+    return absl::InvalidArgumentError(
+        "a sparse table (dim > 0) has rows, not num_params keys");
+  }
+  if (spec.consistency().mode() != shardps::CONSISTENCY_ASYNC) {
+    return absl::InvalidArgumentError(
+        "sparse tables take async consistency only");
+  }
+  if (spec.init_segments_size() > 0) {
+    return absl::InvalidArgumentError(
+        "sparse tables take one init for every row, no init_segments");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status ValidateTableSpec(const shardps::CreateTableRequest& spec) {
   if (absl::Status s = CheckAllFieldsKnown(spec); !s.ok()) return s;
   if (absl::Status s = CheckName("table", spec.table()); !s.ok()) return s;
@@ -303,6 +349,7 @@ absl::Status ValidateTableSpec(const shardps::CreateTableRequest& spec) {
     return s;
   }
   if (absl::Status s = ValidateInit(spec.init()); !s.ok()) return s;
+  if (absl::Status s = ValidateSparseFields(spec); !s.ok()) return s;
   return ValidateInitSegments(spec);
 }
 

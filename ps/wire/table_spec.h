@@ -41,9 +41,21 @@ absl::Status CheckName(absl::string_view what, absl::string_view name);
 std::string SpecDifference(const shardps::CreateTableRequest& a,
                            const shardps::CreateTableRequest& b);
 
+// Row width and rows per shard a sparse table may have.
+inline constexpr uint32_t kMaxRowDim = 1 << 16;
+inline constexpr uint64_t kMaxRowsPerShard = uint64_t{1} << 40;
+
+// Whether `spec` describes a sparse table (dim > 0).
+inline bool IsSparse(const shardps::CreateTableRequest& spec) {
+  return spec.dim() > 0;
+}
+
 // The whole request but its job (which only the server can judge): the
 // table name (1 to 128 printable ASCII characters without spaces), the
-// shard count and index, every config above and the init segments, and no
+// shard count and index, every config above and the init segments, a
+// sparse table's fields (dim in [1, kMaxRowDim], max_rows in [1,
+// kMaxRowsPerShard], num_params 0, async, no init segments; a dense
+// table has none of them), and no
 // field this build does not know (a request from an older or newer client
 // would otherwise be read silently wrong).
 absl::Status ValidateTableSpec(const shardps::CreateTableRequest& spec);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <string>
 
 #include "util/configs.h"
@@ -177,6 +178,52 @@ TEST(TableSpecTest, NamesRoundTripTheFlagSpellings) {
   }
   EXPECT_NE(ParseStragglerPolicy("retry").status().message().find("'retry'"),
             std::string::npos);
+}
+
+TEST(TableSpecTest, SparseTablesHaveAllTheirFieldsAndOnlyThem) {
+  shardps::CreateTableRequest sparse = Spec();
+  sparse.set_num_params(0);
+  sparse.set_dim(16);
+  sparse.set_max_rows(1000);
+  EXPECT_TRUE(IsSparse(sparse));
+  EXPECT_TRUE(ValidateTableSpec(sparse).ok());
+  struct Case {
+    const char* what;
+    std::function<void(shardps::CreateTableRequest*)> edit;
+    const char* message;
+  } cases[] = {
+      {"dense with max_rows",
+       [](shardps::CreateTableRequest* s) {
+         s->set_dim(0);
+         s->set_num_params(100);
+       },
+       "are for sparse tables"},
+      {"keys too", [](shardps::CreateTableRequest* s) { s->set_num_params(5); },
+       "has rows, not num_params keys"},
+      {"no row limit",
+       [](shardps::CreateTableRequest* s) { s->set_max_rows(0); },
+       "max_rows 0 is not in [1, "},
+      {"too wide", [](shardps::CreateTableRequest* s) { s->set_dim(1 << 17); },
+       "dim 131072 is not in [1, 65536]"},
+      {"sync",
+       [](shardps::CreateTableRequest* s) {
+         *s->mutable_consistency() = Consistency(shardps::CONSISTENCY_SYNC, 2);
+       },
+       "async consistency only"},
+      {"unknown sharding",
+       [](shardps::CreateTableRequest* s) {
+         s->set_row_sharding(static_cast<shardps::RowSharding>(7));
+       },
+       "neither ROW_HASH nor ROW_RANGE"},
+  };
+  for (const Case& c : cases) {
+    shardps::CreateTableRequest spec = sparse;
+    c.edit(&spec);
+    const absl::Status s = ValidateTableSpec(spec);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.what;
+    EXPECT_NE(s.message().find(c.message), std::string::npos)
+        << c.what << ": " << s;
+  }
 }
 
 }  // namespace

@@ -1,0 +1,344 @@
+// ps::Client, continued: sparse tables (rows by id; DESIGN.md "Sparse
+// tables"). Ids are de-duplicated, grouped by shard with the table's
+// RowPartition and sent in calls of at most chunk_bytes, all shards at
+// once; pushes carry the client's session and sequence, so that servers
+// apply each call once however often it is retried.
+#include <grpcpp/client_context.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "ps/client/client.h"
+#include "ps/client/connections.h"
+#include "ps/client/fan_out.h"
+#include "ps/client/push_op.h"
+#include "ps/wire/float_pieces.h"
+#include "ps/wire/row_partition.h"
+#include "ps/wire/table_spec.h"
+#include "ps/wire/value_codec.h"
+
+namespace ps {
+namespace {
+
+shardps::CreateTableRequest RowShardSpec(const RowTableOptions& t,
+                                         const std::string& job, int n, int s) {
+  shardps::CreateTableRequest r;
+  r.set_job(job);
+  r.set_table(t.name);
+  r.set_num_shards(n);
+  r.set_shard_index(s);
+  *r.mutable_optimizer() = t.optimizer;
+  *r.mutable_init() = t.init;
+  r.set_dim(t.dim);
+  r.set_max_rows(t.max_rows_per_shard);
+  r.set_row_sharding(t.sharding);
+  r.set_id_space(t.id_space);
+  return r;
+}
+
+RowSharding ShardingOf(shardps::RowSharding s) {
+  return s == shardps::ROW_RANGE ? RowSharding::kRange : RowSharding::kHash;
+}
+
+// The distinct ids of `ids` in first-seen order, and for each position of
+// `ids` the index of its id among them.
+struct DistinctIds {
+  std::vector<uint64_t> ids;
+  std::vector<uint32_t> of_position;
+};
+
+DistinctIds Distinct(absl::Span<const uint64_t> ids) {
+  DistinctIds d;
+  absl::flat_hash_map<uint64_t, uint32_t> seen;
+  d.of_position.reserve(ids.size());
+  for (uint64_t id : ids) {
+    auto [it, fresh] = seen.try_emplace(id, d.ids.size());
+    if (fresh) d.ids.push_back(id);
+    d.of_position.push_back(it->second);
+  }
+  return d;
+}
+
+// One call to `shard` with the client's deadline and token; its error names
+// the shard.
+absl::Status CallShard(
+    Connections& conns, absl::Duration timeout, int shard,
+    absl::string_view what,
+    absl::FunctionRef<grpc::Status(grpc::ClientContext*,
+                                   shardps::ParameterServer::Stub*)>
+        call) {
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  conns.Authorize(&context);
+  ServerConn& server = conns.server(shard);
+  return server.Annotate(what, shard, call(&context, server.stub.get()));
+}
+
+}  // namespace
+
+absl::Status Client::CreateRowTable(const RowTableOptions& table) {
+  const int n = num_servers();
+  if (absl::Status s =
+          ValidateTableSpec(RowShardSpec(table, options_.job, n, 0));
+      !s.ok() || table.dim == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "table '", table.name,
+        "': ", s.ok() ? "a sparse table needs dim >= 1" : s.message()));
+  }
+  absl::Status created = Retried("table creation", [&] {
+    return ForEachServer(n, [&](int s) {
+      shardps::CreateTableResponse response;
+      return CallShard(*conns_, options_.rpc_timeout, s,
+                       absl::StrCat("creating table '", table.name, "'"),
+                       [&](grpc::ClientContext* context,
+                           shardps::ParameterServer::Stub* stub) {
+                         return stub->CreateTable(
+                             context, RowShardSpec(table, options_.job, n, s),
+                             &response);
+                       });
+    });
+  });
+  if (!created.ok()) return created;
+  AddRowTable(table.name,
+              std::make_unique<RowTableInfo>(RowTableInfo{
+                  table.dim, RowPartition(ShardingOf(table.sharding), n,
+                                          table.id_space)}));
+  return absl::OkStatus();
+}
+
+absl::Status Client::OpenRowTable(absl::string_view table) {
+  absl::StatusOr<std::vector<shardps::StatsResponse>> stats = Stats();
+  if (!stats.ok()) return stats.status();
+  const shardps::TableStats* first = nullptr;
+  for (int s = 0; s < num_servers(); ++s) {
+    const shardps::TableStats* found = nullptr;
+    for (const shardps::TableStats& t : (*stats)[s].tables()) {
+      if (t.table() == table && t.dim() > 0) found = &t;
+    }
+    if (found == nullptr) {
+      return absl::NotFoundError(absl::StrCat("no sparse table '", table,
+                                              "' on shard ", s, " at ",
+                                              conns_->server(s).address));
+    }
+    if (first == nullptr) first = found;
+  }
+  AddRowTable(
+      std::string(table),
+      std::make_unique<RowTableInfo>(RowTableInfo{
+          first->dim(), RowPartition(ShardingOf(first->row_sharding()),
+                                     num_servers(), first->id_space())}));
+  return absl::OkStatus();
+}
+
+void Client::AddRowTable(std::string name, std::unique_ptr<RowTableInfo> info) {
+  absl::MutexLock lock(&tables_mu_);
+  row_tables_[std::move(name)] = std::move(info);
+}
+
+absl::StatusOr<const Client::RowTableInfo*> Client::FindRowTable(
+    absl::string_view table) {
+  absl::MutexLock lock(&tables_mu_);
+  auto it = row_tables_.find(table);
+  if (it == row_tables_.end()) {
+    return absl::NotFoundError(absl::StrCat(
+        "sparse table '", table,
+        "' was not created or opened by this client (CreateRowTable, "
+        "OpenRowTable)"));
+  }
+  return it->second.get();
+}
+
+absl::Status Client::PullRows(absl::string_view table,
+                              absl::Span<const uint64_t> ids, float* out,
+                              bool create) {
+  absl::StatusOr<const RowTableInfo*> info = FindRowTable(table);
+  if (!info.ok()) return info.status();
+  const uint32_t dim = (*info)->dim;
+  const DistinctIds distinct = Distinct(ids);
+  const std::vector<std::vector<uint32_t>> groups =
+      (*info)->partition.Group(distinct.ids);
+  std::vector<float> rows(distinct.ids.size() * dim);
+  if (absl::Status s = ForEachServer(
+          num_servers(),
+          [&](int shard) {
+            std::vector<uint64_t> shard_ids;
+            for (uint32_t i : groups[shard]) {
+              shard_ids.push_back(distinct.ids[i]);
+            }
+            std::vector<float> shard_rows(shard_ids.size() * dim);
+            if (absl::Status s = PullShardRows(shard, **info, table, shard_ids,
+                                               create, shard_rows.data());
+                !s.ok()) {
+              return s;
+            }
+            for (size_t k = 0; k < shard_ids.size(); ++k) {
+              std::memcpy(&rows[uint64_t{groups[shard][k]} * dim],
+                          &shard_rows[k * dim], dim * sizeof(float));
+            }
+            return absl::OkStatus();
+          });
+      !s.ok()) {
+    return s;
+  }
+  for (size_t i = 0; i < ids.size(); ++i) {
+    std::memcpy(out + i * dim, &rows[uint64_t{distinct.of_position[i]} * dim],
+                dim * sizeof(float));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Client::PullShardRows(int shard, const RowTableInfo& info,
+                                   absl::string_view table,
+                                   absl::Span<const uint64_t> ids, bool create,
+                                   float* out) {
+  const uint32_t dim = info.dim;
+  const size_t per_call =
+      std::max<size_t>(1, options_.chunk_bytes / (sizeof(float) * dim));
+  const shardps::ValueEncoding encoding = options_.pull_encoding;
+  for (size_t begin = 0; begin < ids.size(); begin += per_call) {
+    const size_t n = std::min(per_call, ids.size() - begin);
+    shardps::PullRowsRequest request;
+    request.set_job(options_.job);
+    request.set_table(std::string(table));
+    request.mutable_ids()->Add(ids.begin() + begin, ids.begin() + begin + n);
+    request.set_create(create);
+    request.set_encoding(encoding);
+    shardps::PullRowsResponse response;
+    ServerConn& server = conns_->server(shard);
+    if (absl::Status s =
+            Retried("pull rows",
+                    [&] {
+                      return CallShard(
+                          *conns_, options_.rpc_timeout, shard, "pull rows",
+                          [&](grpc::ClientContext* context,
+                              shardps::ParameterServer::Stub* stub) {
+                            return stub->PullRows(context, request, &response);
+                          });
+                    });
+        !s.ok()) {
+      return s;
+    }
+    if (response.encoding() != encoding ||
+        response.values().size() != EncodedBytes(encoding, n * dim)) {
+      return server.Annotate("pull rows", shard,
+                             absl::DataLossError(absl::StrCat(
+                                 "the answer holds ", response.values().size(),
+                                 " bytes for ", n, " rows of dim ", dim)));
+    }
+    if (absl::Status s = DecodeValues(encoding, response.values().data(),
+                                      n * dim, out + begin * dim);
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Client::PushRows(absl::string_view table,
+                              absl::Span<const uint64_t> ids,
+                              const float* grads, float lr_scale) {
+  absl::StatusOr<const RowTableInfo*> info = FindRowTable(table);
+  if (!info.ok()) return info.status();
+  const uint32_t dim = (*info)->dim;
+  if (!AllFinite(UnalignedFloats(grads, ids.size() * dim))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the row gradients for table '", table,
+                     "' hold a NaN or an infinity: nothing was sent"));
+  }
+  if (!std::isfinite(lr_scale) || lr_scale < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "learning rate scale must be finite and >= 0, got ", lr_scale));
+  }
+  // Repeated ids summed here, so each row travels once.
+  const DistinctIds distinct = Distinct(ids);
+  std::vector<float> summed(distinct.ids.size() * dim, 0.0f);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    float* sum = &summed[uint64_t{distinct.of_position[i]} * dim];
+    for (uint32_t j = 0; j < dim; ++j) sum[j] += grads[i * dim + j];
+  }
+  if (!AllFinite(UnalignedFloats(summed.data(), summed.size()))) {
+    return absl::InvalidArgumentError(
+        "the summed gradients of a repeated id overflow to infinity: "
+        "nothing was sent");
+  }
+  const std::vector<std::vector<uint32_t>> groups =
+      (*info)->partition.Group(distinct.ids);
+  const PushTag tag = OpenPush(lr_scale);
+  absl::Status pushed = ForEachServer(num_servers(), [&](int shard) {
+    std::vector<uint64_t> shard_ids;
+    std::vector<float> shard_grads;
+    shard_grads.reserve(groups[shard].size() * dim);
+    for (uint32_t i : groups[shard]) {
+      shard_ids.push_back(distinct.ids[i]);
+      shard_grads.insert(shard_grads.end(), &summed[uint64_t{i} * dim],
+                         &summed[uint64_t{i} * dim] + dim);
+    }
+    return PushShardRows(shard, **info, table, shard_ids, shard_grads.data(),
+                         tag);
+  });
+  ClosePush(tag.sequence);
+  return pushed;
+}
+
+absl::Status Client::PushShardRows(int shard, const RowTableInfo& info,
+                                   absl::string_view table,
+                                   absl::Span<const uint64_t> ids,
+                                   const float* grads, const PushTag& tag) {
+  const uint32_t dim = info.dim;
+  const size_t per_call =
+      std::max<size_t>(1, options_.push_chunk_bytes / (sizeof(float) * dim));
+  // 1-bit SGD keeps per-key error state, which rows made on first touch do
+  // not have: rows travel as float32 then.
+  const shardps::ValueEncoding encoding =
+      options_.push_encoding == shardps::ONEBIT ? shardps::FLOAT32
+                                                : options_.push_encoding;
+  uint32_t piece = 0;
+  for (size_t begin = 0; begin < ids.size(); begin += per_call, ++piece) {
+    const size_t n = std::min(per_call, ids.size() - begin);
+    const float* values = grads + begin * dim;
+    shardps::PushRowsRequest request;
+    request.set_job(options_.job);
+    request.set_table(std::string(table));
+    request.mutable_ids()->Add(ids.begin() + begin, ids.begin() + begin + n);
+    std::string* bytes = request.mutable_gradients();
+    bytes->resize(EncodedBytes(encoding, n * dim));
+    switch (encoding) {
+      case shardps::FP16:
+        EncodeFp16(values, n * dim, bytes->data());
+        break;
+      case shardps::BF16:
+        EncodeBf16(values, n * dim, bytes->data());
+        break;
+      default:
+        std::memcpy(bytes->data(), values, bytes->size());
+    }
+    request.set_encoding(encoding);
+    request.set_worker(options_.worker);
+    request.set_session(tag.session);
+    request.set_sequence(tag.sequence);
+    request.set_acked_below(tag.acked_below);
+    request.set_piece(piece);
+    if (tag.lr_scale != 1.0f) request.set_learning_rate_scale(tag.lr_scale);
+    shardps::PushRowsResponse response;
+    if (absl::Status s =
+            Retried("push rows",
+                    [&] {
+                      return CallShard(
+                          *conns_, options_.rpc_timeout, shard, "push rows",
+                          [&](grpc::ClientContext* context,
+                              shardps::ParameterServer::Stub* stub) {
+                            return stub->PushRows(context, request, &response);
+                          });
+                    });
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace ps

@@ -1,0 +1,252 @@
+// Sparse tables end to end through ps::Client and three in-process servers:
+// rows start from (seed, id) on whichever server owns them, repeated ids
+// are answered and summed, each id lives on the shard RowPartition names,
+// pushes are applied exactly once with 30% of replies lost, and bad input
+// (from this client or from one written from the proto alone) is refused
+// by name and changes nothing.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "proto/shardps.grpc.pb.h"
+#include "ps/client/client.h"
+#include "ps/server/server.h"
+#include "ps/table/initializer.h"
+#include "ps/wire/row_partition.h"
+
+namespace ps {
+namespace {
+
+constexpr uint32_t kDim = 4;
+
+class RowOpsTest : public testing::Test {
+ protected:
+  void StartServers(double drop_reply_fraction = 0) {
+    for (int i = 0; i < 3; ++i) {
+      ServerOptions o;
+      o.host = "127.0.0.1";
+      o.job = "rows";
+      o.drop_reply_fraction = drop_reply_fraction;
+      absl::StatusOr<std::unique_ptr<Server>> s = Server::Start(o);
+      ASSERT_TRUE(s.ok()) << s.status();
+      addrs_.push_back((*s)->address());
+      servers_.push_back(*std::move(s));
+    }
+  }
+
+  std::unique_ptr<Client> Connect(absl::Duration retry_give_up = {}) {
+    ClientOptions o;
+    o.server_addrs = addrs_;
+    o.job = "rows";
+    o.retry_give_up = retry_give_up;
+    o.chunk_bytes = 64 * kDim * sizeof(float);  // 64 rows a call
+    absl::StatusOr<std::unique_ptr<Client>> c = Client::Connect(o);
+    EXPECT_TRUE(c.ok()) << c.status();
+    return *std::move(c);
+  }
+
+  static RowTableOptions Table(shardps::InitConfig init) {
+    RowTableOptions t;
+    t.name = "emb";
+    t.dim = kDim;
+    t.max_rows_per_shard = 10000;
+    t.optimizer.set_name("sgd");
+    t.optimizer.set_learning_rate(1.0f);
+    t.init = std::move(init);
+    return t;
+  }
+
+  static shardps::InitConfig Normal() {
+    shardps::InitConfig init;
+    init.set_kind("normal");
+    init.set_scale(0.1f);
+    init.set_seed(11);
+    return init;
+  }
+
+  static shardps::InitConfig Zero() {
+    shardps::InitConfig init;
+    init.set_kind("constant");
+    init.set_value(0.0f);
+    return init;
+  }
+
+  // Each server's row count, from Stats.
+  std::vector<uint64_t> Rows(Client& client) {
+    std::vector<uint64_t> rows;
+    absl::StatusOr<std::vector<shardps::StatsResponse>> stats = client.Stats();
+    EXPECT_TRUE(stats.ok()) << stats.status();
+    for (const shardps::StatsResponse& s : *stats) {
+      uint64_t n = 0;
+      for (const shardps::TableStats& t : s.tables()) {
+        if (t.table() == "emb") n = t.rows();
+      }
+      rows.push_back(n);
+    }
+    return rows;
+  }
+
+  std::vector<std::unique_ptr<Server>> servers_;
+  std::vector<std::string> addrs_;
+};
+
+TEST_F(RowOpsTest, RowsStartFromTheSeedOnTheShardThatOwnsThem) {
+  StartServers();
+  std::unique_ptr<Client> client = Connect();
+  ASSERT_TRUE(client->CreateRowTable(Table(Normal())).ok());
+  std::vector<uint64_t> ids;
+  for (uint64_t i = 0; i < 300; ++i) ids.push_back(i * 7919 + (i % 3) * 5);
+  ids.push_back(ids[10]);  // a repeat
+  std::vector<float> out(ids.size() * kDim);
+  ASSERT_TRUE(client->PullRows("emb", ids, out.data()).ok());
+  std::vector<float> want(kDim);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    FillInitialRow(Normal(), ids[i], kDim, want.data());
+    for (uint32_t j = 0; j < kDim; ++j) {
+      ASSERT_EQ(out[i * kDim + j], want[j]) << "id " << ids[i];
+    }
+  }
+  // Each row was created once, on the shard XXH3 names.
+  const RowPartition partition(RowSharding::kHash, 3);
+  std::vector<uint64_t> expected(3);
+  for (size_t i = 0; i + 1 < ids.size(); ++i) {
+    ++expected[partition.ShardOf(ids[i])];
+  }
+  EXPECT_EQ(Rows(*client), expected);
+  EXPECT_GT(expected[0], 50u);  // spread, not piled on one shard
+  EXPECT_GT(expected[2], 50u);
+}
+
+TEST_F(RowOpsTest, RepeatedIdsAreSummedAndAnotherClientSeesTheRows) {
+  StartServers();
+  std::unique_ptr<Client> client = Connect();
+  ASSERT_TRUE(client->CreateRowTable(Table(Zero())).ok());
+  const std::vector<uint64_t> ids = {5, 900, 5, 1ull << 60, 5};
+  std::vector<float> grads(ids.size() * kDim);
+  for (size_t i = 0; i < grads.size(); ++i) grads[i] = 0.25f * (i % 8);
+  ASSERT_TRUE(client->PushRows("emb", ids, grads.data()).ok());
+  std::unique_ptr<Client> other = Connect();
+  ASSERT_TRUE(other->OpenRowTable("emb").ok());
+  std::vector<float> out(3 * kDim);
+  const std::vector<uint64_t> read = {5, 900, 1ull << 60};
+  ASSERT_TRUE(other->PullRows("emb", read, out.data(), false).ok());
+  for (uint32_t j = 0; j < kDim; ++j) {
+    EXPECT_EQ(out[j], -(grads[j] + grads[2 * kDim + j] + grads[4 * kDim + j]));
+    EXPECT_EQ(out[kDim + j], -grads[kDim + j]);
+    EXPECT_EQ(out[2 * kDim + j], -grads[3 * kDim + j]);
+  }
+}
+
+TEST_F(RowOpsTest, PushesAreAppliedOnceWhileRepliesAreLost) {
+  StartServers(/*drop_reply_fraction=*/0.3);
+  std::unique_ptr<Client> client = Connect(absl::Seconds(30));
+  ASSERT_TRUE(client->CreateRowTable(Table(Zero())).ok());
+  std::vector<uint64_t> ids;
+  for (uint64_t i = 0; i < 500; ++i) ids.push_back(i);  // 8 calls a shard
+  const std::vector<float> ones(ids.size() * kDim, 1.0f);
+  constexpr int kPushes = 20;
+  for (int p = 0; p < kPushes; ++p) {
+    ASSERT_TRUE(client->PushRows("emb", ids, ones.data()).ok());
+  }
+  std::vector<float> out(ids.size() * kDim);
+  ASSERT_TRUE(client->PullRows("emb", ids, out.data(), false).ok());
+  EXPECT_EQ(out, std::vector<float>(out.size(), -kPushes));
+}
+
+TEST_F(RowOpsTest, BadInputIsRefusedByNameAndChangesNothing) {
+  StartServers();
+  std::unique_ptr<Client> client = Connect();
+  ASSERT_TRUE(client->CreateRowTable(Table(Zero())).ok());
+  const std::vector<uint64_t> ids = {1, 2};
+  std::vector<float> grads(2 * kDim, 1.0f);
+  grads[5] = std::nanf("");
+  absl::Status s = client->PushRows("emb", ids, grads.data());
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  std::vector<float> out(2 * kDim);
+  s = client->PullRows("emb", ids, out.data(), /*create=*/false);
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "does not exist")) << s;
+  EXPECT_EQ(Rows(*client), (std::vector<uint64_t>{0, 0, 0}));
+  s = client->PullRows("nope", ids, out.data());
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s;
+  // A dense table of the same name is refused, naming the sparse one.
+  TableOptions dense;
+  dense.name = "emb";
+  dense.num_params = 8;
+  dense.optimizer.set_name("sgd");
+  dense.optimizer.set_learning_rate(1.0f);
+  s = client->CreateTable(dense);
+  EXPECT_EQ(s.code(), absl::StatusCode::kAlreadyExists) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "exists as a sparse table")) << s;
+
+  // From the proto alone: an id shard 0 does not own, a gradient of the
+  // wrong size, 1-bit values.
+  std::unique_ptr<shardps::ParameterServer::Stub> stub =
+      shardps::ParameterServer::NewStub(
+          grpc::CreateChannel(addrs_[0], grpc::InsecureChannelCredentials()));
+  const RowPartition partition(RowSharding::kHash, 3);
+  uint64_t foreign = 0;
+  while (partition.ShardOf(foreign) == 0) ++foreign;
+  struct Case {
+    uint64_t id;
+    size_t bytes;
+    shardps::ValueEncoding encoding;
+    const char* message;
+  } cases[] = {
+      {foreign, kDim * 4, shardps::FLOAT32, "not to this server's shard 0"},
+      {0, kDim * 4 - 4, shardps::FLOAT32, "need 16 gradient bytes"},
+      {0, kDim * 4, shardps::ONEBIT, "rows travel as FLOAT32, FP16 or BF16"},
+  };
+  while (partition.ShardOf(cases[1].id) != 0) ++cases[1].id;
+  cases[2].id = cases[1].id;
+  for (const Case& c : cases) {
+    shardps::PushRowsRequest r;
+    r.set_job("rows");
+    r.set_table("emb");
+    r.add_ids(c.id);
+    r.set_gradients(std::string(c.bytes, '\0'));
+    r.set_encoding(c.encoding);
+    shardps::PushRowsResponse reply;
+    grpc::ClientContext context;
+    const grpc::Status status = stub->PushRows(&context, r, &reply);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+        << c.message;
+    EXPECT_TRUE(absl::StrContains(status.error_message(), c.message))
+        << status.error_message();
+  }
+  // A dense pull of it is told which kind it is.
+  shardps::PullRequest pull;
+  pull.set_job("rows");
+  pull.set_table("emb");
+  pull.set_end(4);
+  shardps::PullResponse pulled;
+  grpc::ClientContext context;
+  const grpc::Status dense_pull = stub->Pull(&context, pull, &pulled);
+  EXPECT_EQ(dense_pull.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_TRUE(absl::StrContains(dense_pull.error_message(),
+                                "is sparse: use PullRows and PushRows"))
+      << dense_pull.error_message();
+  EXPECT_EQ(Rows(*client), (std::vector<uint64_t>{0, 0, 0}));
+}
+
+TEST_F(RowOpsTest, RangeShardingPutsContiguousIdsTogether) {
+  StartServers();
+  std::unique_ptr<Client> client = Connect();
+  RowTableOptions t = Table(Zero());
+  t.sharding = shardps::ROW_RANGE;
+  t.id_space = 300;
+  ASSERT_TRUE(client->CreateRowTable(t).ok());
+  std::vector<uint64_t> ids;
+  for (uint64_t i = 0; i < 150; ++i) ids.push_back(i);  // shards 0 and 1
+  std::vector<float> out(ids.size() * kDim);
+  ASSERT_TRUE(client->PullRows("emb", ids, out.data()).ok());
+  EXPECT_EQ(Rows(*client), (std::vector<uint64_t>{100, 50, 0}));
+}
+
+}  // namespace
+}  // namespace ps
