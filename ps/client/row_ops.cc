@@ -44,23 +44,43 @@ RowSharding ShardingOf(shardps::RowSharding s) {
   return s == shardps::ROW_RANGE ? RowSharding::kRange : RowSharding::kHash;
 }
 
-// The distinct ids of `ids` in first-seen order, and for each position of
-// `ids` the index of its id among them.
-struct DistinctIds {
+// A call's distinct ids grouped by shard: shard s's are ids[begin[s],
+// begin[s + 1]), and position i of the caller's ids holds ids[slot[i]].
+// Rows travel in this order, so each shard's calls read and write one
+// contiguous stretch of a single buffer.
+struct ShardedIds {
   std::vector<uint64_t> ids;
-  std::vector<uint32_t> of_position;
+  std::vector<size_t> begin;
+  std::vector<uint32_t> slot;
 };
 
-DistinctIds Distinct(absl::Span<const uint64_t> ids) {
-  DistinctIds d;
+ShardedIds GroupByShard(absl::Span<const uint64_t> ids,
+                        const RowPartition& partition) {
+  std::vector<uint64_t> distinct;
+  std::vector<uint32_t> distinct_of_position;
+  distinct_of_position.reserve(ids.size());
   absl::flat_hash_map<uint64_t, uint32_t> seen;
-  d.of_position.reserve(ids.size());
   for (uint64_t id : ids) {
-    auto [it, fresh] = seen.try_emplace(id, d.ids.size());
-    if (fresh) d.ids.push_back(id);
-    d.of_position.push_back(it->second);
+    auto [it, fresh] = seen.try_emplace(id, distinct.size());
+    if (fresh) distinct.push_back(id);
+    distinct_of_position.push_back(it->second);
   }
-  return d;
+  ShardedIds out;
+  out.ids.reserve(distinct.size());
+  out.begin.push_back(0);
+  std::vector<uint32_t> slot_of_distinct(distinct.size());
+  for (const std::vector<uint32_t>& group : partition.Group(distinct)) {
+    for (uint32_t d : group) {
+      slot_of_distinct[d] = out.ids.size();
+      out.ids.push_back(distinct[d]);
+    }
+    out.begin.push_back(out.ids.size());
+  }
+  out.slot.reserve(ids.size());
+  for (uint32_t d : distinct_of_position) {
+    out.slot.push_back(slot_of_distinct[d]);
+  }
+  return out;
 }
 
 // One call to `shard` with the client's deadline and token; its error names
@@ -158,34 +178,23 @@ absl::Status Client::PullRows(absl::string_view table,
   absl::StatusOr<const RowTableInfo*> info = FindRowTable(table);
   if (!info.ok()) return info.status();
   const uint32_t dim = (*info)->dim;
-  const DistinctIds distinct = Distinct(ids);
-  const std::vector<std::vector<uint32_t>> groups =
-      (*info)->partition.Group(distinct.ids);
-  std::vector<float> rows(distinct.ids.size() * dim);
+  const ShardedIds sharded = GroupByShard(ids, (*info)->partition);
+  std::vector<float> rows(sharded.ids.size() * dim);
   if (absl::Status s = ForEachServer(
           num_servers(),
           [&](int shard) {
-            std::vector<uint64_t> shard_ids;
-            for (uint32_t i : groups[shard]) {
-              shard_ids.push_back(distinct.ids[i]);
-            }
-            std::vector<float> shard_rows(shard_ids.size() * dim);
-            if (absl::Status s = PullShardRows(shard, **info, table, shard_ids,
-                                               create, shard_rows.data());
-                !s.ok()) {
-              return s;
-            }
-            for (size_t k = 0; k < shard_ids.size(); ++k) {
-              std::memcpy(&rows[uint64_t{groups[shard][k]} * dim],
-                          &shard_rows[k * dim], dim * sizeof(float));
-            }
-            return absl::OkStatus();
+            const size_t first = sharded.begin[shard];
+            return PullShardRows(
+                shard, **info, table,
+                absl::MakeConstSpan(sharded.ids)
+                    .subspan(first, sharded.begin[shard + 1] - first),
+                create, rows.data() + first * dim);
           });
       !s.ok()) {
     return s;
   }
   for (size_t i = 0; i < ids.size(); ++i) {
-    std::memcpy(out + i * dim, &rows[uint64_t{distinct.of_position[i]} * dim],
+    std::memcpy(out + i * dim, &rows[uint64_t{sharded.slot[i]} * dim],
                 dim * sizeof(float));
   }
   return absl::OkStatus();
@@ -254,10 +263,10 @@ absl::Status Client::PushRows(absl::string_view table,
         "learning rate scale must be finite and >= 0, got ", lr_scale));
   }
   // Repeated ids summed here, so each row travels once.
-  const DistinctIds distinct = Distinct(ids);
-  std::vector<float> summed(distinct.ids.size() * dim, 0.0f);
+  const ShardedIds sharded = GroupByShard(ids, (*info)->partition);
+  std::vector<float> summed(sharded.ids.size() * dim, 0.0f);
   for (size_t i = 0; i < ids.size(); ++i) {
-    float* sum = &summed[uint64_t{distinct.of_position[i]} * dim];
+    float* sum = &summed[uint64_t{sharded.slot[i]} * dim];
     for (uint32_t j = 0; j < dim; ++j) sum[j] += grads[i * dim + j];
   }
   if (!AllFinite(UnalignedFloats(summed.data(), summed.size()))) {
@@ -265,20 +274,13 @@ absl::Status Client::PushRows(absl::string_view table,
         "the summed gradients of a repeated id overflow to infinity: "
         "nothing was sent");
   }
-  const std::vector<std::vector<uint32_t>> groups =
-      (*info)->partition.Group(distinct.ids);
   const PushTag tag = OpenPush(lr_scale);
   absl::Status pushed = ForEachServer(num_servers(), [&](int shard) {
-    std::vector<uint64_t> shard_ids;
-    std::vector<float> shard_grads;
-    shard_grads.reserve(groups[shard].size() * dim);
-    for (uint32_t i : groups[shard]) {
-      shard_ids.push_back(distinct.ids[i]);
-      shard_grads.insert(shard_grads.end(), &summed[uint64_t{i} * dim],
-                         &summed[uint64_t{i} * dim] + dim);
-    }
-    return PushShardRows(shard, **info, table, shard_ids, shard_grads.data(),
-                         tag);
+    const size_t first = sharded.begin[shard];
+    return PushShardRows(shard, **info, table,
+                         absl::MakeConstSpan(sharded.ids)
+                             .subspan(first, sharded.begin[shard + 1] - first),
+                         summed.data() + first * dim, tag);
   });
   ClosePush(tag.sequence);
   return pushed;

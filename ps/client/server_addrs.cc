@@ -8,9 +8,7 @@
 #include "absl/strings/strip.h"
 
 namespace ps {
-namespace {
-
-absl::Status CheckAddress(absl::string_view addr) {
+absl::StatusOr<HostPort> SplitServerAddress(absl::string_view addr) {
   const size_t colon = addr.rfind(':');
   uint32_t port = 0;
   if (colon == absl::string_view::npos || colon == 0 ||
@@ -20,10 +18,10 @@ absl::Status CheckAddress(absl::string_view addr) {
         absl::StrCat("server address '", addr,
                      "' is not host:port with a port in 1..65535"));
   }
-  return absl::OkStatus();
+  absl::string_view host = addr.substr(0, colon);
+  if (absl::ConsumePrefix(&host, "[")) absl::ConsumeSuffix(&host, "]");
+  return HostPort{std::string(host), static_cast<int>(port)};
 }
-
-}  // namespace
 
 absl::StatusOr<std::vector<std::string>> ParseServerAddrs(
     absl::string_view addrs, int count) {
@@ -51,7 +49,7 @@ absl::StatusOr<std::vector<std::string>> ParseServerAddrs(
     }
   }
   for (const std::string& addr : out) {
-    if (absl::Status s = CheckAddress(addr); !s.ok()) return s;
+    if (absl::Status s = SplitServerAddress(addr).status(); !s.ok()) return s;
   }
   return out;
 }

@@ -22,6 +22,14 @@ namespace ps {
 absl::StatusOr<std::vector<std::string>> ParseServerAddrs(
     absl::string_view addrs, int count);
 
+struct HostPort {
+  std::string host;  // an IPv6 address without its brackets
+  int port = 0;
+};
+
+// One address of that list, split; INVALID_ARGUMENT as ParseServerAddrs.
+absl::StatusOr<HostPort> SplitServerAddress(absl::string_view addr);
+
 }  // namespace ps
 
 #endif  // SHARDPS_PS_CLIENT_SERVER_ADDRS_H_

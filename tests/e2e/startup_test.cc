@@ -39,15 +39,9 @@ class StartupTest : public testing::Test {
   }
 
   void SetUp() override {
-    if (!testutil::HaveOpenssl()) {
-      GTEST_SKIP() << "openssl missing: cannot make test certificates";
-    }
-    absl::Status made = testutil::MakeTestCertificates(dir_.path());
+    if (!testutil::HaveOpenssl()) GTEST_SKIP() << testutil::kNoOpenssl;
+    absl::Status made = certs_.Make();
     ASSERT_TRUE(made.ok()) << made;
-  }
-
-  std::string File(const std::string& name) const {
-    return dir_.path() + "/" + name;
   }
 
   // A shardps-server process of job "start" with `args`.
@@ -72,10 +66,10 @@ class StartupTest : public testing::Test {
   // deadline; its output goes to log_.
   std::unique_ptr<ps::ChildProcess> Worker(
       const std::vector<std::string>& addrs, std::vector<std::string> flags) {
-    flags.insert(
-        flags.end(),
-        {"--job=start", "--data=" + data_->path(), "--run_dir=" + File("run"),
-         "--rank=0", "--world=1", "--model=mlp:8-4-2", "--max_steps=3"});
+    flags.insert(flags.end(),
+                 {"--job=start", "--data=" + data_->path(),
+                  "--run_dir=" + certs_.File("run"), "--rank=0", "--world=1",
+                  "--model=mlp:8-4-2", "--max_steps=3"});
     return testutil::StartWorker(addrs, flags, log_);
   }
 
@@ -105,6 +99,7 @@ class StartupTest : public testing::Test {
 
   static testutil::ScopedTempDir* data_;
   testutil::ScopedTempDir dir_{"shardps-startup"};
+  testutil::TestCertificates certs_{"shardps-startup-tls"};
   const std::string log_ = dir_.path() + "/worker.log";
   int servers_ = 0;
 };
@@ -159,14 +154,15 @@ TEST_F(StartupTest, ATlsWorkerOfAPlainServerIsTold) {
   ASSERT_NE(plain, nullptr);
   const std::string address = absl::StrCat("localhost:", plain->port());
   std::unique_ptr<ps::ChildProcess> worker =
-      Worker({address}, {"--tls_ca=" + File("ca.pem")});
+      Worker({address}, {"--tls_ca=" + certs_.File("ca.pem")});
   EXPECT_TRUE(
       SaysWhileWaiting(*worker, address, "the server does not speak TLS"));
 }
 
 TEST_F(StartupTest, APlainWorkerOfATlsServerIsTold) {
-  std::unique_ptr<ps::ServerProcess> tls = Spawn(
-      {"--tls_cert=" + File("server.pem"), "--tls_key=" + File("server.key")});
+  std::unique_ptr<ps::ServerProcess> tls =
+      Spawn({"--tls_cert=" + certs_.File("server.pem"),
+             "--tls_key=" + certs_.File("server.key")});
   ASSERT_NE(tls, nullptr);
   const std::string address = absl::StrCat("localhost:", tls->port());
   std::unique_ptr<ps::ChildProcess> worker = Worker({address}, {});
@@ -175,25 +171,27 @@ TEST_F(StartupTest, APlainWorkerOfATlsServerIsTold) {
 }
 
 TEST_F(StartupTest, TheWrongCaIsNamed) {
-  std::unique_ptr<ps::ServerProcess> tls = Spawn(
-      {"--tls_cert=" + File("server.pem"), "--tls_key=" + File("server.key")});
+  std::unique_ptr<ps::ServerProcess> tls =
+      Spawn({"--tls_cert=" + certs_.File("server.pem"),
+             "--tls_key=" + certs_.File("server.key")});
   ASSERT_NE(tls, nullptr);
   const std::string address = absl::StrCat("localhost:", tls->port());
   std::unique_ptr<ps::ChildProcess> worker =
-      Worker({address}, {"--tls_ca=" + File("other.pem")});
+      Worker({address}, {"--tls_ca=" + certs_.File("other.pem")});
   EXPECT_TRUE(SaysWhileWaiting(*worker, address, "not signed by --tls_ca"));
 }
 
 TEST_F(StartupTest, ANameTheCertificateLacksIsNamed) {
   // The certificate names 127.0.0.1 and localhost; 127.0.0.2 reaches the
   // same server when it listens on every address.
-  std::unique_ptr<ps::ServerProcess> tls = Spawn(
-      {"--tls_cert=" + File("server.pem"), "--tls_key=" + File("server.key")},
-      "0.0.0.0");
+  std::unique_ptr<ps::ServerProcess> tls =
+      Spawn({"--tls_cert=" + certs_.File("server.pem"),
+             "--tls_key=" + certs_.File("server.key")},
+            "0.0.0.0");
   ASSERT_NE(tls, nullptr);
   const std::string address = absl::StrCat("127.0.0.2:", tls->port());
   std::unique_ptr<ps::ChildProcess> worker =
-      Worker({address}, {"--tls_ca=" + File("ca.pem")});
+      Worker({address}, {"--tls_ca=" + certs_.File("ca.pem")});
   EXPECT_TRUE(SaysWhileWaiting(
       *worker, address, "certificate does not name the host in " + address));
 }
@@ -219,7 +217,7 @@ TEST_F(StartupTest, AnotherJobFailsAtOnce) {
   std::unique_ptr<ps::ChildProcess> worker =
       testutil::StartWorker({server->address()},
                             {"--job=elsewhere", "--data=" + data_->path(),
-                             "--run_dir=" + File("run")},
+                             "--run_dir=" + certs_.File("run")},
                             log_);
   const absl::Time start = absl::Now();
   EXPECT_EQ(testutil::ExitCode(*worker, absl::Seconds(30)), 1);
@@ -233,13 +231,13 @@ TEST_F(StartupTest, AnotherJobFailsAtOnce) {
 TEST_F(StartupTest, TheLauncherNamesWhyItsServersAreNotHealthy) {
   // Servers given TLS behind the launcher's back: its plain health checks
   // cannot get through, and it says why.
-  auto [code, output] =
-      testutil::RunCommand({ps::SiblingBinary("shardps-launch"), "--servers=2",
-                            "--workers=1", "--run_dir=" + File("launch"),
-                            "--data=" + data_->path(), "--ready_timeout_s=5",
-                            "--server_flags=--tls_cert=" + File("server.pem") +
-                                " --tls_key=" + File("server.key")},
-                           absl::Seconds(60));
+  auto [code, output] = testutil::RunCommand(
+      {ps::SiblingBinary("shardps-launch"), "--servers=2", "--workers=1",
+       "--run_dir=" + certs_.File("launch"), "--data=" + data_->path(),
+       "--ready_timeout_s=5",
+       "--server_flags=--tls_cert=" + certs_.File("server.pem") +
+           " --tls_key=" + certs_.File("server.key")},
+      absl::Seconds(60));
   EXPECT_EQ(code, 1) << output;
   EXPECT_TRUE(absl::StrContains(output, "still waiting for shard")) << output;
   EXPECT_TRUE(absl::StrContains(

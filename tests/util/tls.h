@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "ps/wire/security.h"
 #include "util/files.h"
 #include "util/processes.h"
 
@@ -30,6 +31,31 @@ inline absl::Status MakeTestCertificates(const std::string& dir) {
   if (code != 0) return absl::InternalError("openssl failed: " + out);
   return absl::OkStatus();
 }
+
+inline constexpr char kNoOpenssl[] =
+    "openssl missing: cannot make test certificates";
+
+// A fixture's throw-away certificates in a directory of their own:
+//   void SetUp() override {
+//     if (!testutil::HaveOpenssl()) GTEST_SKIP() << testutil::kNoOpenssl;
+//     ASSERT_TRUE(certs_.Make().ok());
+//   }
+class TestCertificates {
+ public:
+  explicit TestCertificates(const std::string& prefix) : dir_(prefix) {}
+  absl::Status Make() const { return MakeTestCertificates(dir_.path()); }
+  const std::string& path() const { return dir_.path(); }
+  std::string File(const std::string& name) const {
+    return dir_.path() + "/" + name;
+  }
+  // What a server presents: server.pem and server.key, no client CA.
+  ps::TlsFiles Server() const {
+    return {File("server.pem"), File("server.key"), ""};
+  }
+
+ private:
+  ScopedTempDir dir_;
+};
 
 }  // namespace testutil
 

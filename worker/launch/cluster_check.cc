@@ -9,7 +9,6 @@
 #include <utility>
 
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -18,6 +17,7 @@
 #include "ps/base/tcp_probe.h"
 #include "ps/client/client.h"
 #include "ps/client/fan_out.h"
+#include "ps/client/server_addrs.h"
 #include "ps/wire/protocol_version.h"
 #include "ps/wire/range_partition.h"
 
@@ -36,20 +36,6 @@ void Fail(shardps::ServerCheck* check, absl::string_view stage,
   check->set_ready(false);
   check->set_stage(std::string(stage));
   check->set_problem(std::string(problem));
-}
-
-// Splits "host:port" or "[v6]:port"; false when it is neither.
-bool SplitHostPort(const std::string& address, std::string* host,
-                   std::string* port) {
-  const size_t colon = address.rfind(':');
-  if (colon == std::string::npos || colon == 0) return false;
-  *host = address.substr(0, colon);
-  *port = address.substr(colon + 1);
-  if (host->size() > 2 && host->front() == '[' && host->back() == ']') {
-    *host = host->substr(1, host->size() - 2);
-  }
-  int number = 0;
-  return absl::SimpleAtoi(*port, &number) && number > 0 && number < 65536;
 }
 
 // The first IPv4 address `host` resolves to ("" when it resolves to IPv6
@@ -109,11 +95,9 @@ void CheckServer(const ClusterCheckOptions& options, ps::Client* client,
   check->set_shard(shard);
   check->set_address(address);
   check->set_ready(true);
-  std::string host, port;
-  if (!SplitHostPort(address, &host, &port)) {
-    return Fail(check, "address",
-                absl::StrCat("'", address, "' is not host:port"));
-  }
+  absl::StatusOr<ps::HostPort> split = ps::SplitServerAddress(address);
+  if (!split.ok()) return Fail(check, "address", split.status().message());
+  const std::string& host = split->host;
   absl::StatusOr<std::string> ipv4 = Resolve(host);
   if (!ipv4.ok()) {
     return Fail(
@@ -124,7 +108,7 @@ void CheckServer(const ClusterCheckOptions& options, ps::Client* client,
   }
   if (!ipv4->empty()) {
     absl::StatusOr<ps::ProbeResult> probe =
-        ps::ProbeTcp(absl::StrCat(*ipv4, ":", port), options.timeout);
+        ps::ProbeTcp(absl::StrCat(*ipv4, ":", split->port), options.timeout);
     if (probe.ok() && *probe == ps::ProbeResult::kRefused) {
       return Fail(check, "connect",
                   absl::StrCat("connection refused: is a shardps-server "

@@ -1,7 +1,7 @@
 // shardps-doctor: checks a cluster's servers once, with the cluster flags a
 // worker would get, and says per server what is wrong (worker/launch/
 // cluster_check.h). A pre-flight step before workers start:
-//   shardps-doctor --server_addrs=h1:7070,h2:7070 --job=J \
+//   shardps-doctor --server_addrs=h1:7070,h2:7070 --job=J
 //       [--tls_ca=ca.pem] [--auth_token_file=F] [--report=check.json]
 // With --wait_s it may start with the servers: it checks again while they
 // are still coming up. Prints one line per server; --report writes the

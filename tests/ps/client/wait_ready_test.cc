@@ -109,49 +109,42 @@ TEST_F(WaitReadyTest, AServerStartedLateIsWaitedForAndReported) {
 class WaitReadyTlsTest : public WaitReadyTest {
  protected:
   void SetUp() override {
-    if (!testutil::HaveOpenssl()) {
-      GTEST_SKIP() << "openssl missing: cannot make test certificates";
-    }
-    absl::Status made = testutil::MakeTestCertificates(dir_.path());
+    if (!testutil::HaveOpenssl()) GTEST_SKIP() << testutil::kNoOpenssl;
+    absl::Status made = certs_.Make();
     ASSERT_TRUE(made.ok()) << made;
   }
-  std::string File(const std::string& name) const {
-    return dir_.path() + "/" + name;
-  }
-  TlsFiles ServerTls() const {
-    return {File("server.pem"), File("server.key"), ""};
-  }
 
-  testutil::ScopedTempDir dir_{"shardps-wait-tls"};
+  testutil::TestCertificates certs_{"shardps-wait-tls"};
 };
 
 TEST_F(WaitReadyTlsTest, ATlsClientOfAPlainServerIsTold) {
   std::unique_ptr<Server> plain = Serve(0);
   const std::string address = absl::StrCat("localhost:", plain->port());
-  ExpectCause(Wait(address, absl::Seconds(4), {"", "", File("ca.pem")}),
+  ExpectCause(Wait(address, absl::Seconds(4), {"", "", certs_.File("ca.pem")}),
               address, "the server does not speak TLS");
 }
 
 TEST_F(WaitReadyTlsTest, APlainClientOfATlsServerIsTold) {
-  std::unique_ptr<Server> tls = Serve(0, ServerTls());
+  std::unique_ptr<Server> tls = Serve(0, certs_.Server());
   const std::string address = absl::StrCat("localhost:", tls->port());
   ExpectCause(Wait(address, absl::Seconds(4)), address,
               "it may speak TLS (then give this client --tls_ca)");
 }
 
 TEST_F(WaitReadyTlsTest, TheWrongCaIsNamed) {
-  std::unique_ptr<Server> tls = Serve(0, ServerTls());
+  std::unique_ptr<Server> tls = Serve(0, certs_.Server());
   const std::string address = absl::StrCat("localhost:", tls->port());
-  ExpectCause(Wait(address, absl::Seconds(4), {"", "", File("other.pem")}),
-              address, "not signed by --tls_ca");
+  ExpectCause(
+      Wait(address, absl::Seconds(4), {"", "", certs_.File("other.pem")}),
+      address, "not signed by --tls_ca");
 }
 
 TEST_F(WaitReadyTlsTest, ANameTheCertificateLacksIsNamed) {
   // The certificate names 127.0.0.1 and localhost; 127.0.0.2 reaches the
   // same server on every address.
-  std::unique_ptr<Server> tls = Serve(0, ServerTls(), "0.0.0.0");
+  std::unique_ptr<Server> tls = Serve(0, certs_.Server(), "0.0.0.0");
   const std::string address = absl::StrCat("127.0.0.2:", tls->port());
-  ExpectCause(Wait(address, absl::Seconds(4), {"", "", File("ca.pem")}),
+  ExpectCause(Wait(address, absl::Seconds(4), {"", "", certs_.File("ca.pem")}),
               address, "certificate does not name the host in " + address);
 }
 

@@ -38,15 +38,9 @@ TEST(ConstantTimeEqualsTest, ComparesWholeStrings) {
 class SecurityTest : public testing::Test {
  protected:
   void SetUp() override {
-    if (!testutil::HaveOpenssl()) {
-      GTEST_SKIP() << "openssl missing: cannot make test certificates";
-    }
-    absl::Status made = testutil::MakeTestCertificates(dir_.path());
+    if (!testutil::HaveOpenssl()) GTEST_SKIP() << testutil::kNoOpenssl;
+    absl::Status made = certs_.Make();
     ASSERT_TRUE(made.ok()) << made;
-  }
-
-  std::string File(const std::string& name) const {
-    return dir_.path() + "/" + name;
   }
 
   std::unique_ptr<Server> Serve(TlsFiles tls, std::string token) {
@@ -76,15 +70,17 @@ class SecurityTest : public testing::Test {
 
   static TableOptions Table() { return testutil::ConstantTable(64, 2.0f); }
 
-  testutil::ScopedTempDir dir_{"shardps-tls"};
+  testutil::TestCertificates certs_{"shardps-tls"};
 };
 
 TEST_F(SecurityTest, MutualTlsAndTokenAdmitOnlyTheRightClient) {
   std::unique_ptr<Server> server =
-      Serve({File("server.pem"), File("server.key"), File("ca.pem")}, "s3cret");
+      Serve({certs_.File("server.pem"), certs_.File("server.key"),
+             certs_.File("ca.pem")},
+            "s3cret");
   ASSERT_NE(server, nullptr);
-  const TlsFiles good = {File("client.pem"), File("client.key"),
-                         File("ca.pem")};
+  const TlsFiles good = {certs_.File("client.pem"), certs_.File("client.key"),
+                         certs_.File("ca.pem")};
   std::unique_ptr<Client> client = Connect(*server, good, "s3cret");
   ASSERT_TRUE(client->CreateTable(Table()).ok());
   std::vector<float> ones(64, 1.0f), values(64);
@@ -107,8 +103,9 @@ TEST_F(SecurityTest, MutualTlsAndTokenAdmitOnlyTheRightClient) {
   // CA: the handshake fails, nothing is sent.
   const std::vector<TlsFiles> strangers = {
       {},
-      {"", "", File("ca.pem")},
-      {File("client.pem"), File("client.key"), File("other.pem")}};
+      {"", "", certs_.File("ca.pem")},
+      {certs_.File("client.pem"), certs_.File("client.key"),
+       certs_.File("other.pem")}};
   for (const TlsFiles& tls : strangers) {
     std::unique_ptr<Client> c = Connect(*server, tls, "s3cret");
     absl::Status s = c->CreateTable(other);
@@ -136,25 +133,29 @@ TEST_F(SecurityTest, TokenWithoutTls) {
 TEST_F(SecurityTest, IncompleteOrBadTlsFilesAreClearErrors) {
   ServerOptions o;
   o.host = "127.0.0.1";
-  o.tls = {File("server.pem"), "", ""};
+  o.tls = {certs_.File("server.pem"), "", ""};
   EXPECT_EQ(Server::Start(o).status().code(),
             absl::StatusCode::kInvalidArgument);
-  o.tls = {File("server.ext"), File("server.key"), ""};  // not PEM
+  o.tls = {certs_.File("server.ext"), certs_.File("server.key"),
+           ""};  // not PEM
   absl::Status s = Server::Start(o).status();
-  EXPECT_NE(s.message().find(File("server.ext")), std::string::npos) << s;
-  o.tls = {File("missing.pem"), File("server.key"), ""};
+  EXPECT_NE(s.message().find(certs_.File("server.ext")), std::string::npos)
+      << s;
+  o.tls = {certs_.File("missing.pem"), certs_.File("server.key"), ""};
   EXPECT_EQ(Server::Start(o).status().code(), absl::StatusCode::kNotFound);
 
   ClientOptions c;
   c.server_addrs = {"127.0.0.1:1"};
-  c.tls = {File("client.pem"), "", File("ca.pem")};  // cert without key
+  c.tls = {certs_.File("client.pem"), "",
+           certs_.File("ca.pem")};  // cert without key
   EXPECT_EQ(Client::Connect(c).status().code(),
             absl::StatusCode::kInvalidArgument);
-  testutil::WriteFile(File("token"), "\n  \n");
-  EXPECT_NE(ReadTokenFile(File("token")).status().message().find("is empty"),
-            std::string::npos);
-  testutil::WriteFile(File("token"), "  tok3n \n");
-  EXPECT_EQ(*ReadTokenFile(File("token")), "tok3n");
+  testutil::WriteFile(certs_.File("token"), "\n  \n");
+  EXPECT_NE(
+      ReadTokenFile(certs_.File("token")).status().message().find("is empty"),
+      std::string::npos);
+  testutil::WriteFile(certs_.File("token"), "  tok3n \n");
+  EXPECT_EQ(*ReadTokenFile(certs_.File("token")), "tok3n");
   EXPECT_EQ(*ReadTokenFile(""), "");  // no token asked for
 }
 
@@ -268,7 +269,7 @@ TEST(LimitsTest, OversizedRequestIsResourceExhaustedAndChangesNothing) {
 TEST_F(SecurityTest, ServerRefusesOpenNonLoopbackUnlessTold) {
   ServerProcessOptions o;
   o.binary = SiblingBinary("shardps-server");
-  o.run_dir = dir_.path();
+  o.run_dir = certs_.path();
   o.host = "0.0.0.0";
   absl::Status refused = ServerProcess::Spawn(o).status();
   EXPECT_FALSE(refused.ok());
@@ -276,13 +277,13 @@ TEST_F(SecurityTest, ServerRefusesOpenNonLoopbackUnlessTold) {
             std::string::npos)
       << refused;
   EXPECT_NE(refused.message().find("--allow_insecure"), std::string::npos);
-  testutil::WriteFile(File("token"), "t0ken\n");
+  testutil::WriteFile(certs_.File("token"), "t0ken\n");
   for (const std::vector<std::string>& extra :
        std::vector<std::vector<std::string>>{
            {"--allow_insecure"},
-           {"--auth_token_file=" + File("token")},
-           {"--tls_cert=" + File("server.pem"),
-            "--tls_key=" + File("server.key")}}) {
+           {"--auth_token_file=" + certs_.File("token")},
+           {"--tls_cert=" + certs_.File("server.pem"),
+            "--tls_key=" + certs_.File("server.key")}}) {
     o.extra_args = extra;
     absl::StatusOr<std::unique_ptr<ServerProcess>> p = ServerProcess::Spawn(o);
     ASSERT_TRUE(p.ok()) << extra[0] << ": " << p.status();

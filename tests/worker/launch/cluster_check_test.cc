@@ -193,23 +193,16 @@ class ClusterCheckTlsTest : public ClusterCheckTest {
  protected:
   void SetUp() override {
     ClusterCheckTest::SetUp();
-    if (!testutil::HaveOpenssl()) {
-      GTEST_SKIP() << "openssl missing: cannot make test certificates";
-    }
-    absl::Status made = testutil::MakeTestCertificates(dir_.path());
+    if (!testutil::HaveOpenssl()) GTEST_SKIP() << testutil::kNoOpenssl;
+    absl::Status made = certs_.Make();
     ASSERT_TRUE(made.ok()) << made;
     // On every address, so that 127.0.0.2 reaches them too.
-    for (int s = 0; s < 4; ++s) Replace(s, "doc", "", ServerTls(), "0.0.0.0");
-  }
-  ps::TlsFiles ServerTls() const {
-    return {File("server.pem"), File("server.key"), ""};
-  }
-  std::string File(const std::string& name) const {
-    return dir_.path() + "/" + name;
+    for (int s = 0; s < 4; ++s)
+      Replace(s, "doc", "", certs_.Server(), "0.0.0.0");
   }
   shardps::ClusterCheckReport CheckWithCa(const std::string& ca) {
     ClusterCheckOptions o;
-    o.tls.ca = File(ca);
+    o.tls.ca = certs_.File(ca);
     return Check(o);
   }
   // Every server failed the handshake, saying `cause`.
@@ -222,7 +215,7 @@ class ClusterCheckTlsTest : public ClusterCheckTest {
           << server.problem();
     }
   }
-  testutil::ScopedTempDir dir_{"shardps-check-tls"};
+  testutil::TestCertificates certs_{"shardps-check-tls"};
 };
 
 TEST_F(ClusterCheckTlsTest, AHealthyTlsClusterIsAllReady) {
