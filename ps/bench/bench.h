@@ -5,20 +5,37 @@
 // makes PushPulls (a step's push and pull in one round trip) for `length`,
 // after a short warm-up of each. Prints MB/s of float32 parameters (and on
 // the wire) and the calls' p50/p99 latency, one line or one JSON line.
+// With sparse.enabled it measures rows instead (ps/bench/sparse_bench.h).
 //
 // Thread-safety: call from one thread (the spawned servers belong to it).
 #ifndef SHARDPS_PS_BENCH_BENCH_H_
 #define SHARDPS_PS_BENCH_BENCH_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "ps/client/client.h"
 
 namespace ps {
+
+// --mode=sparse (ps/bench/sparse_bench.h): a sparse table's rows instead of
+// a dense table.
+struct SparseBenchOptions {
+  bool enabled = false;
+  uint32_t dim = 16;
+  uint64_t ids_per_call = 100000;
+  uint64_t id_space = 10000000;  // ids are drawn from [0, id_space)
+  // Zipf exponent q > 1 of the ids' popularity (P(id) ~ (1 + id)^-q: id 0
+  // the hottest), or 0 for uniform ids.
+  double zipf = 1.1;
+  shardps::RowSharding sharding = shardps::ROW_HASH;
+};
 
 struct BenchOptions {
   // > 0: start this many shardps-server processes on loopback and bench
@@ -37,9 +54,16 @@ struct BenchOptions {
   absl::Duration length = absl::Seconds(5);
   std::string compression = "none";  // as set in client; for the output
   bool json = false;
+  SparseBenchOptions sparse;
 };
 
 absl::Status RunBench(BenchOptions options);
+
+// One client per worker thread (worker = its index), each ready and
+// having run create_table (idempotent on the servers).
+absl::StatusOr<std::vector<std::unique_ptr<Client>>> ConnectBenchClients(
+    const BenchOptions& options,
+    absl::FunctionRef<absl::Status(Client&)> create_table);
 
 }  // namespace ps
 

@@ -39,8 +39,48 @@ ABSL_FLAG(int, inflight, 4, "Chunk calls in flight per server.");
 ABSL_FLAG(std::string, compression, "none",
           "Values on the wire: none, fp16, bf16 (pulls and pushes) or onebit "
           "(pushes; pulls float32).");
+ABSL_FLAG(std::string, mode, "dense",
+          "dense: push and pull a dense table of --params floats; sparse: "
+          "pull and push rows of a sparse table by id (the --dim, --ids_* "
+          "--zipf and --row_sharding flags).");
+ABSL_FLAG(int, dim, 16, "--mode=sparse: floats per row.");
+ABSL_FLAG(int64_t, ids_per_call, 100000,
+          "--mode=sparse: ids in each PullRows / PushRows call.");
+ABSL_FLAG(int64_t, id_space, 10000000,
+          "--mode=sparse: ids are drawn from [0, id_space).");
+ABSL_FLAG(double, zipf, 1.1,
+          "--mode=sparse: Zipf exponent (> 1) of the ids' popularity, id 0 "
+          "the hottest; 0 draws ids uniformly.");
+ABSL_FLAG(std::string, row_sharding, "hash",
+          "--mode=sparse: hash (XXH3 of the id) or range (id_space cut into "
+          "equal ranges), how the table's rows are spread over servers.");
 
 namespace {
+
+absl::Status SparseOptionsFromFlags(ps::SparseBenchOptions* o) {
+  const std::string mode = absl::GetFlag(FLAGS_mode);
+  if (mode != "dense" && mode != "sparse") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--mode must be dense or sparse, not '", mode, "'"));
+  }
+  o->enabled = mode == "sparse";
+  const std::string sharding = absl::GetFlag(FLAGS_row_sharding);
+  if (sharding != "hash" && sharding != "range") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--row_sharding must be hash or range, not '", sharding, "'"));
+  }
+  o->sharding = sharding == "range" ? shardps::ROW_RANGE : shardps::ROW_HASH;
+  if (absl::GetFlag(FLAGS_dim) < 1 || absl::GetFlag(FLAGS_ids_per_call) < 1 ||
+      absl::GetFlag(FLAGS_id_space) < 2) {
+    return absl::InvalidArgumentError(
+        "--dim and --ids_per_call must be >= 1 and --id_space >= 2");
+  }
+  o->dim = static_cast<uint32_t>(absl::GetFlag(FLAGS_dim));
+  o->ids_per_call = static_cast<uint64_t>(absl::GetFlag(FLAGS_ids_per_call));
+  o->id_space = static_cast<uint64_t>(absl::GetFlag(FLAGS_id_space));
+  o->zipf = absl::GetFlag(FLAGS_zipf);
+  return absl::OkStatus();
+}
 
 absl::StatusOr<ps::BenchOptions> BenchOptionsFromFlags() {
   ps::BenchOptions o;
@@ -52,6 +92,7 @@ absl::StatusOr<ps::BenchOptions> BenchOptionsFromFlags() {
   o.length = absl::Seconds(absl::GetFlag(FLAGS_seconds));
   o.json = absl::GetFlag(FLAGS_json);
   o.compression = absl::GetFlag(FLAGS_compression);
+  if (absl::Status s = SparseOptionsFromFlags(&o.sparse); !s.ok()) return s;
   if (o.spawn_servers == 0 && !absl::GetFlag(FLAGS_etcd).empty()) {
     o.client.etcd = absl::GetFlag(FLAGS_etcd);
     o.client.num_shards = absl::GetFlag(FLAGS_num_servers);
@@ -97,7 +138,8 @@ int main(int argc, char** argv) {
   ps::InitProgram(
       argc, argv,
       "push/pull throughput of shardps servers.\n"
-      "  shardps-bench --spawn_servers=2 --workers=2 --params=1000000 --json");
+      "  shardps-bench --spawn_servers=2 --workers=2 --params=1000000 --json\n"
+      "  shardps-bench --mode=sparse --spawn_servers=4 --dim=64 --zipf=1.1");
   absl::StatusOr<ps::BenchOptions> options = BenchOptionsFromFlags();
   absl::Status status =
       options.ok() ? ps::RunBench(*std::move(options)) : options.status();

@@ -274,15 +274,14 @@ class Client {
   void ClosePush(uint64_t sequence);
   absl::StatusOr<const RowTableInfo*> FindRowTable(absl::string_view table);
   void AddRowTable(std::string name, std::unique_ptr<RowTableInfo> info);
-  // One shard's calls of a PullRows / PushRows (ids are this shard's).
-  absl::Status PullShardRows(int shard, const RowTableInfo& info,
-                             absl::string_view table,
-                             absl::Span<const uint64_t> ids, bool create,
-                             float* out);
-  absl::Status PushShardRows(int shard, const RowTableInfo& info,
-                             absl::string_view table,
-                             absl::Span<const uint64_t> ids, const float* grads,
-                             const PushTag& tag);
+  // One call of a PullRows / PushRows: a chunk of `shard`'s ids, the
+  // piece-th of its push.
+  absl::Status PullRowsCall(int shard, uint32_t dim, absl::string_view table,
+                            absl::Span<const uint64_t> ids, bool create,
+                            float* out);
+  absl::Status PushRowsCall(int shard, uint32_t dim, absl::string_view table,
+                            absl::Span<const uint64_t> ids, const float* grads,
+                            uint32_t piece, const PushTag& tag);
 
   const ClientOptions options_;
   const uint64_t session_;  // random, non-zero; see Push

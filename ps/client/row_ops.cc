@@ -60,6 +60,8 @@ ShardedIds GroupByShard(absl::Span<const uint64_t> ids,
   std::vector<uint32_t> distinct_of_position;
   distinct_of_position.reserve(ids.size());
   absl::flat_hash_map<uint64_t, uint32_t> seen;
+  seen.reserve(ids.size());
+  distinct.reserve(ids.size());
   for (uint64_t id : ids) {
     auto [it, fresh] = seen.try_emplace(id, distinct.size());
     if (fresh) distinct.push_back(id);
@@ -82,6 +84,27 @@ ShardedIds GroupByShard(absl::Span<const uint64_t> ids,
   }
   return out;
 }
+
+// Each shard's stretch of ShardedIds cut into calls of at most `per_call`
+// rows.
+struct ChunkedIds {
+  ChunkedIds(const ShardedIds& sharded, size_t per_call)
+      : begin(sharded.begin), per_call(std::max<size_t>(1, per_call)) {
+    for (size_t s = 0; s + 1 < begin.size(); ++s) {
+      count.push_back((begin[s + 1] - begin[s] + this->per_call - 1) /
+                      this->per_call);
+    }
+  }
+  // The first row and the row count of `shard`'s chunk-th call.
+  std::pair<size_t, size_t> Range(int shard, size_t chunk) const {
+    const size_t first = begin[shard] + chunk * per_call;
+    return {first, std::min(per_call, begin[shard + 1] - first)};
+  }
+
+  const std::vector<size_t>& begin;
+  const size_t per_call;
+  std::vector<size_t> count;
+};
 
 // One call to `shard` with the client's deadline and token; its error names
 // the shard.
@@ -180,16 +203,17 @@ absl::Status Client::PullRows(absl::string_view table,
   const uint32_t dim = (*info)->dim;
   const ShardedIds sharded = GroupByShard(ids, (*info)->partition);
   std::vector<float> rows(sharded.ids.size() * dim);
-  if (absl::Status s = ForEachServer(
-          num_servers(),
-          [&](int shard) {
-            const size_t first = sharded.begin[shard];
-            return PullShardRows(
-                shard, **info, table,
-                absl::MakeConstSpan(sharded.ids)
-                    .subspan(first, sharded.begin[shard + 1] - first),
-                create, rows.data() + first * dim);
-          });
+  const ChunkedIds chunks(sharded,
+                          options_.chunk_bytes / (sizeof(float) * dim));
+  if (absl::Status s =
+          ForEachChunk(chunks.count, options_.max_inflight_per_server,
+                       [&](int shard, size_t chunk) {
+                         const auto [first, n] = chunks.Range(shard, chunk);
+                         return PullRowsCall(
+                             shard, dim, table,
+                             absl::MakeConstSpan(sharded.ids).subspan(first, n),
+                             create, rows.data() + first * dim);
+                       });
       !s.ok()) {
     return s;
   }
@@ -200,51 +224,41 @@ absl::Status Client::PullRows(absl::string_view table,
   return absl::OkStatus();
 }
 
-absl::Status Client::PullShardRows(int shard, const RowTableInfo& info,
-                                   absl::string_view table,
-                                   absl::Span<const uint64_t> ids, bool create,
-                                   float* out) {
-  const uint32_t dim = info.dim;
-  const size_t per_call =
-      std::max<size_t>(1, options_.chunk_bytes / (sizeof(float) * dim));
+absl::Status Client::PullRowsCall(int shard, uint32_t dim,
+                                  absl::string_view table,
+                                  absl::Span<const uint64_t> ids, bool create,
+                                  float* out) {
   const shardps::ValueEncoding encoding = options_.pull_encoding;
-  for (size_t begin = 0; begin < ids.size(); begin += per_call) {
-    const size_t n = std::min(per_call, ids.size() - begin);
-    shardps::PullRowsRequest request;
-    request.set_job(options_.job);
-    request.set_table(std::string(table));
-    request.mutable_ids()->Add(ids.begin() + begin, ids.begin() + begin + n);
-    request.set_create(create);
-    request.set_encoding(encoding);
-    shardps::PullRowsResponse response;
-    ServerConn& server = conns_->server(shard);
-    if (absl::Status s =
-            Retried("pull rows",
-                    [&] {
-                      return CallShard(
-                          *conns_, options_.rpc_timeout, shard, "pull rows",
-                          [&](grpc::ClientContext* context,
-                              shardps::ParameterServer::Stub* stub) {
-                            return stub->PullRows(context, request, &response);
-                          });
-                    });
-        !s.ok()) {
-      return s;
-    }
-    if (response.encoding() != encoding ||
-        response.values().size() != EncodedBytes(encoding, n * dim)) {
-      return server.Annotate("pull rows", shard,
-                             absl::DataLossError(absl::StrCat(
-                                 "the answer holds ", response.values().size(),
-                                 " bytes for ", n, " rows of dim ", dim)));
-    }
-    if (absl::Status s = DecodeValues(encoding, response.values().data(),
-                                      n * dim, out + begin * dim);
-        !s.ok()) {
-      return s;
-    }
+  shardps::PullRowsRequest request;
+  request.set_job(options_.job);
+  request.set_table(std::string(table));
+  request.mutable_ids()->Add(ids.begin(), ids.end());
+  request.set_create(create);
+  request.set_encoding(encoding);
+  shardps::PullRowsResponse response;
+  if (absl::Status s =
+          Retried("pull rows",
+                  [&] {
+                    return CallShard(
+                        *conns_, options_.rpc_timeout, shard, "pull rows",
+                        [&](grpc::ClientContext* context,
+                            shardps::ParameterServer::Stub* stub) {
+                          return stub->PullRows(context, request, &response);
+                        });
+                  });
+      !s.ok()) {
+    return s;
   }
-  return absl::OkStatus();
+  const size_t n = ids.size();
+  if (response.encoding() != encoding ||
+      response.values().size() != EncodedBytes(encoding, n * dim)) {
+    return conns_->server(shard).Annotate(
+        "pull rows", shard,
+        absl::DataLossError(
+            absl::StrCat("the answer holds ", response.values().size(),
+                         " bytes for ", n, " rows of dim ", dim)));
+  }
+  return DecodeValues(encoding, response.values().data(), n * dim, out);
 }
 
 absl::Status Client::PushRows(absl::string_view table,
@@ -274,73 +288,64 @@ absl::Status Client::PushRows(absl::string_view table,
         "the summed gradients of a repeated id overflow to infinity: "
         "nothing was sent");
   }
+  const ChunkedIds chunks(sharded,
+                          options_.push_chunk_bytes / (sizeof(float) * dim));
   const PushTag tag = OpenPush(lr_scale);
-  absl::Status pushed = ForEachServer(num_servers(), [&](int shard) {
-    const size_t first = sharded.begin[shard];
-    return PushShardRows(shard, **info, table,
-                         absl::MakeConstSpan(sharded.ids)
-                             .subspan(first, sharded.begin[shard + 1] - first),
-                         summed.data() + first * dim, tag);
-  });
+  absl::Status pushed = ForEachChunk(
+      chunks.count, options_.max_inflight_per_server,
+      [&](int shard, size_t chunk) {
+        const auto [first, n] = chunks.Range(shard, chunk);
+        return PushRowsCall(shard, dim, table,
+                            absl::MakeConstSpan(sharded.ids).subspan(first, n),
+                            summed.data() + first * dim,
+                            static_cast<uint32_t>(chunk), tag);
+      });
   ClosePush(tag.sequence);
   return pushed;
 }
 
-absl::Status Client::PushShardRows(int shard, const RowTableInfo& info,
-                                   absl::string_view table,
-                                   absl::Span<const uint64_t> ids,
-                                   const float* grads, const PushTag& tag) {
-  const uint32_t dim = info.dim;
-  const size_t per_call =
-      std::max<size_t>(1, options_.push_chunk_bytes / (sizeof(float) * dim));
+absl::Status Client::PushRowsCall(int shard, uint32_t dim,
+                                  absl::string_view table,
+                                  absl::Span<const uint64_t> ids,
+                                  const float* grads, uint32_t piece,
+                                  const PushTag& tag) {
   // 1-bit SGD keeps per-key error state, which rows made on first touch do
   // not have: rows travel as float32 then.
   const shardps::ValueEncoding encoding =
       options_.push_encoding == shardps::ONEBIT ? shardps::FLOAT32
                                                 : options_.push_encoding;
-  uint32_t piece = 0;
-  for (size_t begin = 0; begin < ids.size(); begin += per_call, ++piece) {
-    const size_t n = std::min(per_call, ids.size() - begin);
-    const float* values = grads + begin * dim;
-    shardps::PushRowsRequest request;
-    request.set_job(options_.job);
-    request.set_table(std::string(table));
-    request.mutable_ids()->Add(ids.begin() + begin, ids.begin() + begin + n);
-    std::string* bytes = request.mutable_gradients();
-    bytes->resize(EncodedBytes(encoding, n * dim));
-    switch (encoding) {
-      case shardps::FP16:
-        EncodeFp16(values, n * dim, bytes->data());
-        break;
-      case shardps::BF16:
-        EncodeBf16(values, n * dim, bytes->data());
-        break;
-      default:
-        std::memcpy(bytes->data(), values, bytes->size());
-    }
-    request.set_encoding(encoding);
-    request.set_worker(options_.worker);
-    request.set_session(tag.session);
-    request.set_sequence(tag.sequence);
-    request.set_acked_below(tag.acked_below);
-    request.set_piece(piece);
-    if (tag.lr_scale != 1.0f) request.set_learning_rate_scale(tag.lr_scale);
-    shardps::PushRowsResponse response;
-    if (absl::Status s =
-            Retried("push rows",
-                    [&] {
-                      return CallShard(
-                          *conns_, options_.rpc_timeout, shard, "push rows",
-                          [&](grpc::ClientContext* context,
-                              shardps::ParameterServer::Stub* stub) {
-                            return stub->PushRows(context, request, &response);
-                          });
-                    });
-        !s.ok()) {
-      return s;
-    }
+  const size_t n = ids.size() * dim;
+  shardps::PushRowsRequest request;
+  request.set_job(options_.job);
+  request.set_table(std::string(table));
+  request.mutable_ids()->Add(ids.begin(), ids.end());
+  std::string* bytes = request.mutable_gradients();
+  bytes->resize(EncodedBytes(encoding, n));
+  switch (encoding) {
+    case shardps::FP16:
+      EncodeFp16(grads, n, bytes->data());
+      break;
+    case shardps::BF16:
+      EncodeBf16(grads, n, bytes->data());
+      break;
+    default:
+      std::memcpy(bytes->data(), grads, bytes->size());
   }
-  return absl::OkStatus();
+  request.set_encoding(encoding);
+  request.set_worker(options_.worker);
+  request.set_session(tag.session);
+  request.set_sequence(tag.sequence);
+  request.set_acked_below(tag.acked_below);
+  request.set_piece(piece);
+  if (tag.lr_scale != 1.0f) request.set_learning_rate_scale(tag.lr_scale);
+  shardps::PushRowsResponse response;
+  return Retried("push rows", [&] {
+    return CallShard(*conns_, options_.rpc_timeout, shard, "push rows",
+                     [&](grpc::ClientContext* context,
+                         shardps::ParameterServer::Stub* stub) {
+                       return stub->PushRows(context, request, &response);
+                     });
+  });
 }
 
 }  // namespace ps

@@ -53,25 +53,31 @@ absl::Status ParameterService::AnswerPullRows(
   if (!table.ok()) return table.status();
   const uint32_t dim = (*table)->options().rows.dim;
   if (absl::Status s = CheckRowCount(pull.ids_size(), dim); !s.ok()) return s;
-  std::vector<float> values(uint64_t{static_cast<uint64_t>(pull.ids_size())} *
-                            dim);
-  if (absl::Status s = (*table)->Pull(pull.ids(), pull.create(), values.data());
-      !s.ok()) {
-    return s;
-  }
+  const uint64_t n = uint64_t{static_cast<uint64_t>(pull.ids_size())} * dim;
   shardps::PullRowsResponse reply;
   reply.set_encoding(pull.encoding());
   std::string* bytes = reply.mutable_values();
-  bytes->resize(EncodedBytes(pull.encoding(), values.size()));
-  switch (pull.encoding()) {
-    case shardps::FP16:
-      EncodeFp16(values.data(), values.size(), bytes->data());
-      break;
-    case shardps::BF16:
-      EncodeBf16(values.data(), values.size(), bytes->data());
-      break;
-    default:
-      std::memcpy(bytes->data(), values.data(), bytes->size());
+  bytes->resize(EncodedBytes(pull.encoding(), n));
+  if (pull.encoding() == shardps::FLOAT32) {
+    // The reply's own buffer (from operator new, so aligned for floats)
+    // takes the rows: no copy.
+    if (absl::Status s = (*table)->Pull(
+            pull.ids(), pull.create(), reinterpret_cast<float*>(bytes->data()));
+        !s.ok()) {
+      return s;
+    }
+  } else {
+    std::vector<float> values(n);
+    if (absl::Status s =
+            (*table)->Pull(pull.ids(), pull.create(), values.data());
+        !s.ok()) {
+      return s;
+    }
+    if (pull.encoding() == shardps::FP16) {
+      EncodeFp16(values.data(), n, bytes->data());
+    } else {
+      EncodeBf16(values.data(), n, bytes->data());
+    }
   }
   bytes_pulled_.fetch_add(bytes->size(), std::memory_order_relaxed);
   *response = SerializeSmallMessage(reply);

@@ -1,5 +1,6 @@
 #include "ps/table/sparse_rows.h"
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -27,10 +28,36 @@ uint64_t SparseRows::num_rows() const {
   return index_.size();
 }
 
+namespace {
+
+// Rows and index entries of a call are scattered over the table, so each
+// is a cache miss: asking for the ones kAhead places on hides that wait.
+constexpr size_t kAhead = 8;
+
+}  // namespace
+
+void SparseRows::PrefetchRow(uint64_t index) {
+  const char* row = reinterpret_cast<const char*>(Values(index));
+  const size_t bytes = options_.dim * sizeof(float);
+  for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(row + b);
+}
+
+size_t SparseRows::FindRows(absl::Span<const uint64_t> ids) {
+  slots_.resize(ids.size());
+  size_t not_held = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i + kAhead < ids.size()) index_.prefetch(ids[i + kAhead]);
+    auto it = index_.find(ids[i]);
+    slots_[i] = it == index_.end() ? kNotHeld : it->second;
+    not_held += it == index_.end();
+  }
+  return not_held;
+}
+
 absl::Status SparseRows::CheckRoom(absl::Span<const uint64_t> ids) {
   fresh_.clear();
-  for (uint64_t id : ids) {
-    if (!index_.contains(id)) fresh_.insert(id);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (slots_[i] == kNotHeld) fresh_.insert(ids[i]);
   }
   const uint64_t fresh = fresh_.size();
   if (index_.size() + fresh > options_.max_rows) {
@@ -42,9 +69,37 @@ absl::Status SparseRows::CheckRoom(absl::Span<const uint64_t> ids) {
   return absl::OkStatus();
 }
 
+bool SparseRows::AnyRepeated(size_t not_held) {
+  if (fresh_.size() != not_held) return true;
+  if (++epoch_ == 0) {
+    for (Block& b : blocks_) std::fill(b.touched.begin(), b.touched.end(), 0);
+    epoch_ = 1;
+  }
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    const uint64_t slot = slots_[i];
+    if (i + kAhead < slots_.size() && slots_[i + kAhead] != kNotHeld) {
+      const uint64_t ahead = slots_[i + kAhead];
+      __builtin_prefetch(
+          &blocks_[ahead / kBlockRows].touched[ahead % kBlockRows]);
+      PrefetchRow(ahead);
+    }
+    if (slot == kNotHeld) continue;
+    uint32_t& touched = blocks_[slot / kBlockRows].touched[slot % kBlockRows];
+    if (touched == epoch_) return true;
+    touched = epoch_;
+  }
+  return false;
+}
+
 float* SparseRows::Values(uint64_t index) {
   return blocks_[index / kBlockRows].values.data() +
          (index % kBlockRows) * options_.dim;
+}
+
+void SparseRows::Apply(uint64_t index, float* row, UnalignedFloats grad,
+                       float lr_scale) {
+  blocks_[index / kBlockRows].updater->Apply(
+      (index % kBlockRows) * options_.dim, row, grad, lr_scale);
 }
 
 float* SparseRows::RowOf(uint64_t id, uint64_t* index) {
@@ -56,7 +111,8 @@ float* SparseRows::RowOf(uint64_t id, uint64_t* index) {
       const uint64_t floats = uint64_t{kBlockRows} * options_.dim;
       // Validated by Create: the optimizer builds.
       blocks_.push_back({std::vector<float>(floats),
-                         *MakeUpdater(options_.optimizer, floats)});
+                         *MakeUpdater(options_.optimizer, floats),
+                         std::vector<uint32_t>(kBlockRows, 0)});
     }
     row = Values(*index);
     FillInitialRow(options_.init, id, options_.dim, row);
@@ -72,25 +128,24 @@ absl::Status SparseRows::Pull(absl::Span<const uint64_t> ids, bool create,
   {
     absl::ReaderMutexLock lock(&mu_);
     bool all_held = true;
-    for (uint64_t id : ids) {
-      if (!index_.contains(id)) {
-        all_held = false;
-        if (!create) {
-          return absl::NotFoundError(absl::StrCat(
-              "row ", id, " does not exist (this pull does not create rows)"));
-        }
-        break;
+    for (size_t i = 0; i < ids.size() && all_held; ++i) {
+      if (i + kAhead < ids.size()) index_.prefetch(ids[i + kAhead]);
+      auto it = index_.find(ids[i]);
+      if (it != index_.end()) {
+        std::memcpy(out + i * dim, Values(it->second), dim * sizeof(float));
+        continue;
       }
-    }
-    if (all_held) {
-      for (size_t i = 0; i < ids.size(); ++i) {
-        std::memcpy(out + i * dim, Values(index_.at(ids[i])),
-                    dim * sizeof(float));
+      if (!create) {
+        return absl::NotFoundError(
+            absl::StrCat("row ", ids[i],
+                         " does not exist (this pull does not create rows)"));
       }
-      return absl::OkStatus();
+      all_held = false;
     }
+    if (all_held) return absl::OkStatus();
   }
   absl::MutexLock lock(&mu_);
+  FindRows(ids);
   if (absl::Status s = CheckRoom(ids); !s.ok()) return s;
   for (size_t i = 0; i < ids.size(); ++i) {
     uint64_t index;
@@ -112,7 +167,24 @@ absl::Status SparseRows::Push(absl::Span<const uint64_t> ids,
         "the row gradients hold a NaN or an infinity");
   }
   absl::MutexLock lock(&mu_);
+  const size_t not_held = FindRows(ids);
   if (absl::Status s = CheckRoom(ids); !s.ok()) return s;
+  if (AnyRepeated(not_held)) return PushSummed(ids, grads, lr_scale);
+  // Every id once (clients de-duplicate): each gradient applies as it is.
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i + kAhead < ids.size() && slots_[i + kAhead] != kNotHeld) {
+      PrefetchRow(slots_[i + kAhead]);
+    }
+    uint64_t index = slots_[i];
+    float* row = index == kNotHeld ? RowOf(ids[i], &index) : Values(index);
+    Apply(index, row, grads.Sub(i * dim, dim), lr_scale);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SparseRows::PushSummed(absl::Span<const uint64_t> ids,
+                                    UnalignedFloats grads, float lr_scale) {
+  const uint32_t dim = options_.dim;
   // Sum the gradients of repeated ids, in first-seen order.
   distinct_.clear();
   summed_.clear();
@@ -134,9 +206,7 @@ absl::Status SparseRows::Push(absl::Span<const uint64_t> ids,
   for (size_t k = 0; k < order_.size(); ++k) {
     uint64_t index;
     float* row = RowOf(order_[k], &index);
-    blocks_[index / kBlockRows].updater->Apply(
-        (index % kBlockRows) * dim, row,
-        UnalignedFloats(summed_.data() + k * dim, dim), lr_scale);
+    Apply(index, row, UnalignedFloats(summed_.data() + k * dim, dim), lr_scale);
   }
   return absl::OkStatus();
 }

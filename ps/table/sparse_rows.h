@@ -55,7 +55,7 @@ class SparseRows {
 
   // Writes row ids[i] to out[i * dim, (i + 1) * dim). A row not yet held is
   // created when `create`; otherwise the call is NOT_FOUND naming the first
-  // such id, and creates nothing.
+  // such id, and creates nothing. After an error `out` holds no promise.
   absl::Status Pull(absl::Span<const uint64_t> ids, bool create, float* out);
 
   // Applies grads[i * dim, (i + 1) * dim) to row ids[i] at learning rate
@@ -68,24 +68,44 @@ class SparseRows {
   struct Block {
     std::vector<float> values;  // kBlockRows * dim
     std::unique_ptr<Updater> updater;
+    // Per row, the last push that touched it (Push's epoch_): a repeated
+    // id is found without hashing every id a second time.
+    std::vector<uint32_t> touched;
   };
+  static constexpr uint64_t kNotHeld = ~uint64_t{0};
 
   explicit SparseRows(SparseRowsOptions options)
       : options_(std::move(options)) {}
-  // Rows for `ids` not held yet, once each; RESOURCE_EXHAUSTED when they
-  // would pass max_rows.
+  // Finds each id's row, into slots_ (kNotHeld for rows not held yet);
+  // the number of those ids.
+  size_t FindRows(absl::Span<const uint64_t> ids)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Rows for `ids` not held yet, once each (fresh_); RESOURCE_EXHAUSTED when
+  // they would pass max_rows.
   absl::Status CheckRoom(absl::Span<const uint64_t> ids)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether an id repeats in `ids`, given slots_ and fresh_ from FindRows
+  // and CheckRoom.
+  bool AnyRepeated(size_t not_held) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Push when ids repeat: their gradients summed first.
+  absl::Status PushSummed(absl::Span<const uint64_t> ids, UnalignedFloats grads,
+                          float lr_scale) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The row of `id`, created (with its block) if it is not held yet.
   float* RowOf(uint64_t id, uint64_t* index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   float* Values(uint64_t index) ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  void PrefetchRow(uint64_t index) ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  void Apply(uint64_t index, float* row, UnalignedFloats grad, float lr_scale)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const SparseRowsOptions options_;
   mutable absl::Mutex mu_;
   absl::flat_hash_map<uint64_t, uint64_t> index_ ABSL_GUARDED_BY(mu_);
   std::vector<Block> blocks_ ABSL_GUARDED_BY(mu_);
-  // Scratch reused by every call: ids not held yet (CheckRoom); Push's
-  // distinct ids in first-seen order, their positions and summed gradients.
+  uint32_t epoch_ ABSL_GUARDED_BY(mu_) = 0;
+  // Scratch reused by every call that holds mu_ exclusively: each id's row
+  // (FindRows), ids not held yet (CheckRoom); a summed push's distinct ids
+  // in first-seen order, their positions and summed gradients.
+  std::vector<uint64_t> slots_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<uint64_t> fresh_ ABSL_GUARDED_BY(mu_);
   std::vector<uint64_t> order_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<uint64_t, uint32_t> distinct_ ABSL_GUARDED_BY(mu_);

@@ -39,7 +39,9 @@ absl::Status SparseTable::CheckOwned(absl::Span<const uint64_t> ids) const {
 absl::Status SparseTable::Pull(absl::Span<const uint64_t> ids, bool create,
                                float* out) {
   if (absl::Status s = CheckOwned(ids); !s.ok()) return s;
-  return rows_->Pull(ids, create, out);
+  if (absl::Status s = rows_->Pull(ids, create, out); !s.ok()) return s;
+  rows_pulled_.fetch_add(ids.size(), std::memory_order_relaxed);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<PushOutcome> SparseTable::Push(const SparsePush& push) {
@@ -61,6 +63,7 @@ absl::StatusOr<PushOutcome> SparseTable::Push(const SparsePush& push) {
     ledger_.Abort(push.id);
     return s;
   }
+  rows_pushed_.fetch_add(push.ids.size(), std::memory_order_relaxed);
   const uint64_t version = version_.fetch_add(1) + 1;
   ledger_.Commit(push.id, version);
   // Every push taken is applied at once: its place is its version.

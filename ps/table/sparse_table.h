@@ -56,6 +56,10 @@ class SparseTable {
   uint64_t version() const { return version_.load(); }
   uint64_t num_rows() const { return rows_->num_rows(); }
   uint64_t duplicate_pushes() const { return ledger_.duplicates(); }
+  // Rows served by pulls and applied by pushes since the table was created
+  // (an id counts at each place it appears); a shard's load.
+  uint64_t rows_pulled() const { return rows_pulled_.load(); }
+  uint64_t rows_pushed() const { return rows_pushed_.load(); }
 
   // SparseRows::Pull, after checking that this shard owns every id.
   absl::Status Pull(absl::Span<const uint64_t> ids, bool create, float* out);
@@ -77,6 +81,8 @@ class SparseTable {
   const std::unique_ptr<SparseRows> rows_;
   PushLedger ledger_;
   std::atomic<uint64_t> version_{0};
+  std::atomic<uint64_t> rows_pulled_{0};
+  std::atomic<uint64_t> rows_pushed_{0};
 };
 
 }  // namespace ps

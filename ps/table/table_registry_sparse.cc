@@ -123,6 +123,8 @@ void TableRegistry::FillSparseStats(shardps::StatsResponse* out) {
     t->set_rows(entry.table->num_rows());
     t->set_row_sharding(entry.spec.row_sharding());
     t->set_id_space(entry.spec.id_space());
+    t->set_rows_pulled(entry.table->rows_pulled());
+    t->set_rows_pushed(entry.table->rows_pushed());
   }
 }
 

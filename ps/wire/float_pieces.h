@@ -25,6 +25,10 @@ class UnalignedFloats {
       : bytes_(reinterpret_cast<const char*>(values)), n_(n) {}
 
   size_t size() const { return n_; }
+  // The n floats from position `pos` on.
+  UnalignedFloats Sub(size_t pos, size_t n) const {
+    return UnalignedFloats(bytes_ + pos * sizeof(float), n);
+  }
   // A memcpy load is the defined way to read a float at any address; the
   // compiler turns it into a plain (vector) unaligned load.
   float operator[](size_t i) const {

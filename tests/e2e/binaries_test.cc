@@ -150,7 +150,8 @@ TEST_F(BinariesTest, HelpDocumentsFlagsWithDefaults) {
   for (const char* flag :
        {"--spawn_servers", "--replicas", "--server_addrs", "--num_servers",
         "--etcd", "--workers", "--params", "--seconds", "--json", "--chunk_kb",
-        "--channels_per_server", "--inflight"}) {
+        "--channels_per_server", "--inflight", "--mode", "--dim",
+        "--ids_per_call", "--id_space", "--zipf", "--row_sharding"}) {
     EXPECT_NE(out.find(flag), std::string::npos) << flag << "\n" << out;
   }
 }
@@ -178,6 +179,67 @@ TEST_F(BinariesTest, BenchPrintsOneJsonLineWithEveryFigure) {
   // fp16 moves half the bytes of the float32 parameters it carries.
   EXPECT_LT(std::stod(m[3]), 0.6 * std::stod(m[1])) << m[0];
   EXPECT_LT(std::stod(m[4]), 0.6 * std::stod(m[2])) << m[0];
+}
+
+// Zipf ids (id 0 the hottest) over 4 servers: hashing spreads the hot rows,
+// ranges put them all on shard 0; the servers' own counters say so.
+TEST_F(BinariesTest, SparseBenchReportsEachServersLoad) {
+  const std::regex line(
+      R"re(\{"mode":"sparse","servers":4,"workers":2,"sharding":"(\w+)",)re"
+      R"("dim":16,"ids_per_call":2000,"id_space":100000,"zipf":1.10,)"
+      R"("compression":"none","distinct_per_call":([0-9]+),)"
+      R"("push_ids_per_s":([0-9]+),"push_rows_per_s":([0-9]+),)"
+      R"("push_p50_ms":[0-9.]+,"push_p99_ms":[0-9.]+,)"
+      R"("pull_ids_per_s":([0-9]+),"pull_rows_per_s":([0-9]+),)"
+      R"("pull_p50_ms":[0-9.]+,"pull_p99_ms":[0-9.]+,)"
+      R"("dense_push_rows_per_s":([0-9]+),"push_cost_vs_dense":([0-9.]+),)"
+      R"("server_rows_per_s":\[([0-9]+),([0-9]+),([0-9]+),([0-9]+)\],)"
+      R"("server_bytes_per_s":\[[0-9,]+\],"load_max_over_mean":([0-9.]+)\})");
+  double max_over_mean[2];
+  const char* shardings[] = {"hash", "range"};
+  for (int i = 0; i < 2; ++i) {
+    std::string out;
+    ASSERT_EQ(Run(absl::StrCat(SiblingBinary("shardps-bench"),
+                               " --mode=sparse --spawn_servers=4 --workers=2"
+                               " --ids_per_call=2000 --id_space=100000"
+                               " --seconds=0.3 --json --row_sharding=",
+                               shardings[i]),
+                  &out),
+              0)
+        << out;
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(out, m, line)) << out;
+    EXPECT_EQ(m[1], shardings[i]);
+    // Zipf ids repeat: fewer distinct rows travel than ids are asked for.
+    const double distinct = std::stod(m[2]);
+    EXPECT_GT(distinct, 100);
+    EXPECT_LT(distinct, 2000);
+    for (int k : {3, 4, 5, 6, 7, 8}) EXPECT_GT(std::stod(m[k]), 0) << m[0];
+    EXPECT_NEAR(std::stod(m[4]) / std::stod(m[3]), distinct / 2000, 0.01);
+    for (int k = 9; k <= 12; ++k) EXPECT_GT(std::stod(m[k]), 0) << m[0];
+    max_over_mean[i] = std::stod(m[13]);
+    if (i == 1) {  // range: shard 0 holds the hot ids
+      for (int k = 10; k <= 12; ++k) {
+        EXPECT_GT(std::stod(m[9]), 3 * std::stod(m[k])) << m[0];
+      }
+    }
+  }
+  EXPECT_LT(max_over_mean[0], 1.2);
+  EXPECT_GT(max_over_mean[1], 2.0);
+}
+
+TEST_F(BinariesTest, SparseBenchRefusesBadFlagsByName) {
+  std::string out;
+  const std::string bench = SiblingBinary("shardps-bench");
+  EXPECT_EQ(Run(bench + " --mode=rows --spawn_servers=1", &out), 1);
+  EXPECT_NE(out.find("--mode must be dense or sparse"), std::string::npos)
+      << out;
+  EXPECT_EQ(Run(bench + " --mode=sparse --zipf=0.5 --spawn_servers=1", &out),
+            1);
+  EXPECT_NE(out.find("--zipf must be 0"), std::string::npos) << out;
+  EXPECT_EQ(Run(bench + " --mode=sparse --row_sharding=mod", &out), 1);
+  EXPECT_NE(out.find("--row_sharding must be hash or range"), std::string::npos)
+      << out;
 }
 
 TEST_F(BinariesTest, BenchMeasuresReplicatedServers) {

@@ -80,7 +80,14 @@ TEST(SparseRowsTest, APullThatDoesNotCreateNamesTheMissingIdAndCreatesNothing) {
   EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s;
   EXPECT_TRUE(absl::StrContains(s.message(), "row 11 does not exist")) << s;
   EXPECT_EQ(rows->num_rows(), 1u);
-  EXPECT_EQ(out, std::vector<float>(8, -1.0f));  // nothing written either
+  // Row 11 is still missing after a pull that may create, but has no room.
+  std::unique_ptr<SparseRows> full = Rows(4, 1, Constant(2), Sgd(1));
+  ASSERT_TRUE(full->Pull({{10}}, /*create=*/true, out.data()).ok());
+  EXPECT_EQ(full->Pull({{10, 11}}, /*create=*/true, out.data()).code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(full->Pull({{11}}, /*create=*/false, out.data()).code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(full->num_rows(), 1u);
 }
 
 TEST(SparseRowsTest, RepeatedIdsAreSummedAndAppliedOnce) {
@@ -97,6 +104,30 @@ TEST(SparseRowsTest, RepeatedIdsAreSummedAndAppliedOnce) {
   ASSERT_TRUE(rows->Pull({{9}}, /*create=*/false, out.data()).ok());
   EXPECT_EQ(out[0], 0.75f - 0.25f * 1);
   EXPECT_EQ(out[1], 0.875f - 0.25f * 2);
+}
+
+// Repeats among rows already held are found another way than among new
+// ones; each push must find its own, not a previous push's.
+TEST(SparseRowsTest, RepeatedHeldRowsAreSummedInEveryPush) {
+  std::unique_ptr<SparseRows> rows = Rows(1, 100, Constant(0), Sgd(1));
+  std::vector<float> out(3);
+  ASSERT_TRUE(rows->Pull({{1, 2, 3}}, /*create=*/true, out.data()).ok());
+  const std::vector<float> ones(3, 1.0f);
+  for (int push = 0; push < 3; ++push) {
+    // Row 2 twice only in the second push; rows 1 and 3 each time.
+    const std::vector<uint64_t> ids = push == 1 ? std::vector<uint64_t>{1, 2, 2}
+                                                : std::vector<uint64_t>{1, 3};
+    ASSERT_TRUE(
+        rows->Push(ids, UnalignedFloats(ones.data(), ids.size()), 1.0f).ok());
+  }
+  ASSERT_TRUE(rows->Pull({{1, 2, 3}}, /*create=*/false, out.data()).ok());
+  EXPECT_EQ(out, (std::vector<float>{-3, -2, -2}));
+  // A repeat whose sum overflows is refused, and changes nothing.
+  const std::vector<float> huge = {3e38f, 3e38f};
+  EXPECT_EQ(rows->Push({{1, 1}}, UnalignedFloats(huge.data(), 2), 1.0f).code(),
+            absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(rows->Pull({{1}}, /*create=*/false, out.data()).ok());
+  EXPECT_EQ(out[0], -3);
 }
 
 TEST(SparseRowsTest, EachRowKeepsItsOwnOptimizerStateAcrossBlocks) {

@@ -66,6 +66,8 @@ TEST_F(SparseTableTest, IdsOfAnotherShardAreRefusedByName) {
   EXPECT_EQ(push.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(table_->num_rows(), 0u);  // not even row 60 was created
   EXPECT_EQ(table_->version(), 0u);
+  EXPECT_EQ(table_->rows_pulled(), 0u);
+  EXPECT_EQ(table_->rows_pushed(), 0u);
 }
 
 TEST_F(SparseTableTest, AResentPushIsAcknowledgedNotAppliedTwice) {
@@ -82,6 +84,8 @@ TEST_F(SparseTableTest, AResentPushIsAcknowledgedNotAppliedTwice) {
   EXPECT_EQ(Row(50), (std::vector<float>{0, -1}));
   EXPECT_EQ(Row(99), (std::vector<float>{-2, -3}));
   EXPECT_EQ(table_->duplicate_pushes(), 1u);
+  EXPECT_EQ(table_->rows_pushed(), 2u);  // the copy is not load
+  EXPECT_EQ(table_->rows_pulled(), 2u);  // Row(50), Row(99)
   // The next push is applied and counts a version.
   absl::StatusOr<PushOutcome> next = table_->Push(Push(2, ids, grads));
   ASSERT_TRUE(next.ok());
