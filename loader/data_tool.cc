@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "loader/criteo_synthetic.h"
 #include "loader/dataset.h"
 #include "loader/idx_file.h"
 #include "ps/base/file_io.h"
@@ -158,16 +159,17 @@ absl::Status WriteSynthetic(const DataToolOptions& o) {
 }  // namespace
 
 absl::Status RunDataTool(const DataToolOptions& o) {
-  if (o.command != "fashion-mnist" && o.command != "synthetic") {
+  if (o.command != "fashion-mnist" && o.command != "synthetic" &&
+      o.command != "criteo-synthetic") {
     return absl::InvalidArgumentError(
-        "give one command: fashion-mnist or synthetic (see --help)");
+        "give one command: fashion-mnist, synthetic or criteo-synthetic (see "
+        "--help)");
   }
   if (o.out.empty()) return absl::InvalidArgumentError("--out is required");
   if (o.shards < 1) return absl::InvalidArgumentError("--shards must be >= 1");
   if (absl::Status s = ps::CreateDirectories(o.out); !s.ok()) return s;
-  if (o.command == "synthetic") {
-    return WriteSynthetic(o);
-  }
+  if (o.command == "synthetic") return WriteSynthetic(o);
+  if (o.command == "criteo-synthetic") return WriteCriteoSynthetic(o);
   if (absl::Status s = ConvertFashionMnistSplit(o, "train", o.out + "/train");
       !s.ok()) {
     return s;

@@ -5,6 +5,7 @@
 //     fixed random teacher network (D -> 32 ReLU -> C) drawn from `seed`, so
 //     the task is learnable but not linearly trivial; `test_fraction` of
 //     them go to test/. A seed always gives the same bytes.
+//   criteo-synthetic: Criteo's schema (loader/criteo_synthetic.h).
 // What was written goes to `log`; errors name the file.
 //
 // Thread-safety: call from one thread.
@@ -20,7 +21,7 @@
 namespace loader {
 
 struct DataToolOptions {
-  std::string command;  // fashion-mnist or synthetic
+  std::string command;  // fashion-mnist, synthetic or criteo-synthetic
   std::string out;
   int shards = 4;
   std::string source = "/usr/share/datasets/fashion-mnist";
@@ -29,6 +30,9 @@ struct DataToolOptions {
   int classes = 10;
   uint64_t seed = 1;
   double test_fraction = 0.1;
+  // criteo-synthetic: ids per categorical field and their Zipf exponent.
+  uint64_t vocabulary = 1000;
+  double zipf = 1.1;
   ps::LogSink* log = nullptr;  // what was written; null: stderr
 };
 

@@ -93,8 +93,9 @@ uint64_t FeatureBytes(const shardps::DatasetManifest& manifest) {
 
 absl::Status DecodeSample(const shardps::DatasetManifest& manifest,
                           absl::string_view payload, absl::string_view where,
-                          float* features, int32_t* label) {
-  const uint64_t want = 4 + FeatureBytes(manifest);
+                          float* features, int32_t* label, uint64_t* ids) {
+  const uint64_t fields = manifest.categorical_fields();
+  const uint64_t want = 4 + FeatureBytes(manifest) + fields * sizeof(uint64_t);
   if (payload.size() != want) {
     return absl::DataLossError(
         absl::StrCat(where, ": sample has ", payload.size(),
@@ -112,6 +113,9 @@ absl::Status DecodeSample(const shardps::DatasetManifest& manifest,
     for (uint64_t i = 0; i < n; ++i) features[i] = pixels[i] * (1.0f / 255.0f);
   } else {
     std::memcpy(features, bytes, n * sizeof(float));
+  }
+  if (fields > 0 && ids != nullptr) {
+    std::memcpy(ids, bytes + FeatureBytes(manifest), fields * sizeof(uint64_t));
   }
   return absl::OkStatus();
 }
@@ -136,15 +140,20 @@ absl::StatusOr<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(
   return writer;
 }
 
-absl::Status DatasetWriter::Add(int32_t label, absl::string_view features) {
+absl::Status DatasetWriter::Add(int32_t label, absl::string_view features,
+                                absl::Span<const uint64_t> ids) {
   if (features.size() != FeatureBytes(manifest_) || label < 0 ||
-      static_cast<uint32_t>(label) >= manifest_.classes()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "sample ", added_, ": ", features.size(), " feature bytes and label ",
-        label, " do not fit the manifest"));
+      static_cast<uint32_t>(label) >= manifest_.classes() ||
+      ids.size() != manifest_.categorical_fields()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sample ", added_, ": ", features.size(),
+                     " feature bytes, label ", label, " and ", ids.size(),
+                     " categorical ids do not fit the manifest"));
   }
   record_.assign(reinterpret_cast<const char*>(&label), 4);
   record_.append(features.data(), features.size());
+  record_.append(reinterpret_cast<const char*>(ids.data()),
+                 ids.size() * sizeof(uint64_t));
   if (absl::Status s = shards_[added_ % shards_.size()]->Append(record_);
       !s.ok()) {
     return s;

@@ -1,7 +1,8 @@
 // A data set on disk: K record shards (loader/record_file.h), one index per
 // shard, and DIR/manifest.txt (proto/dataset.proto) describing samples and
 // shards. Each record holds one sample: an int32 label (little-endian)
-// followed by the features in the manifest's feature_type.
+// followed by the features in the manifest's feature_type, then the
+// manifest's categorical_fields ids (uint64, little-endian).
 //
 // Thread-safety: DatasetWriter is for one thread; a Dataset is immutable
 // after OpenDataset and may be shared.
@@ -15,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "loader/record_file.h"
 #include "proto/dataset.pb.h"
 
@@ -27,11 +29,13 @@ uint64_t FeatureCount(const shardps::DatasetManifest& manifest);
 uint64_t FeatureBytes(const shardps::DatasetManifest& manifest);
 
 // Decodes one record into features[0, FeatureCount) (uint8 scaled to
-// [0, 1]) and *label. DATA_LOSS naming `where` (file and offset) when the
-// size or the label does not fit the manifest.
+// [0, 1]), *label and, when the manifest has categorical fields,
+// ids[0, categorical_fields). DATA_LOSS naming `where` (file and offset)
+// when the size or the label does not fit the manifest.
 absl::Status DecodeSample(const shardps::DatasetManifest& manifest,
                           absl::string_view payload, absl::string_view where,
-                          float* features, int32_t* label);
+                          float* features, int32_t* label,
+                          uint64_t* ids = nullptr);
 
 class DatasetWriter {
  public:
@@ -42,8 +46,12 @@ class DatasetWriter {
   DatasetWriter(const DatasetWriter&) = delete;
   DatasetWriter& operator=(const DatasetWriter&) = delete;
 
-  // Sample i goes to shard i % K. `features` must be FeatureBytes() long.
-  absl::Status Add(int32_t label, absl::string_view features);
+  // Sample i goes to shard i % K. `features` must be FeatureBytes() long,
+  // `ids` hold the manifest's categorical_fields.
+  absl::Status Add(int32_t label, absl::string_view features,
+                   absl::Span<const uint64_t> ids = {});
+  // Set before Finish: the data's generating model's AUC (criteo-synthetic).
+  void set_generator_auc(double auc) { manifest_.set_generator_auc(auc); }
   // Closes the shards and writes their indexes and the manifest.
   absl::Status Finish();
 

@@ -44,6 +44,7 @@ Loader::Loader(const Dataset& dataset, const LoaderOptions& options)
     : dataset_(dataset),
       options_(options),
       features_(FeatureCount(dataset.manifest)),
+      fields_(dataset.manifest.categorical_fields()),
       partition_(PartitionFor(dataset.manifest.records(), options.rank,
                               options.world)) {
   uint64_t id = 0;
@@ -77,9 +78,9 @@ Loader::Extent Loader::Locate(uint64_t id) const {
 
 absl::Status Loader::Decode(const RecordReader& file, uint64_t offset,
                             absl::string_view payload, float* features,
-                            int32_t* label) const {
+                            int32_t* label, uint64_t* ids) const {
   absl::Status s =
-      DecodeSample(dataset_.manifest, payload, "", features, label);
+      DecodeSample(dataset_.manifest, payload, "", features, label, ids);
   if (s.ok()) return s;
   return absl::DataLossError(
       absl::StrCat(file.path(), " at byte offset ", offset, s.message()));

@@ -31,6 +31,8 @@ struct Batch {
   int size = 0;                 // rows in use
   std::vector<float> features;  // size x FeatureCount(manifest), row-major
   std::vector<int32_t> labels;  // size
+  // size x manifest categorical_fields, row-major (empty without them)
+  std::vector<uint64_t> ids;
 };
 
 struct LoaderOptions {
@@ -87,11 +89,12 @@ class Loader {
   // DecodeSample for the record of `file` at `offset`; errors name both.
   absl::Status Decode(const RecordReader& file, uint64_t offset,
                       absl::string_view payload, float* features,
-                      int32_t* label) const;
+                      int32_t* label, uint64_t* ids) const;
 
   const Dataset& dataset_;
   const LoaderOptions options_;
   const uint64_t features_;  // per sample
+  const uint64_t fields_;    // categorical ids per sample
   Partition partition_;
   std::vector<uint64_t> first_id_;  // per shard: its first global record id
   std::vector<uint64_t> order_;     // this epoch's ids

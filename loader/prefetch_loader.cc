@@ -32,6 +32,7 @@ class PrefetchLoader final : public Loader {
     for (Batch& b : ring_) {
       b.features.resize(static_cast<size_t>(options.batch_size) * features_);
       b.labels.resize(options.batch_size);
+      b.ids.resize(static_cast<size_t>(options.batch_size) * fields_);
     }
     for (int t = 0; t < options.reader_threads; ++t) {
       threads_.emplace_back([this] { ReaderLoop(); });
@@ -142,7 +143,7 @@ class PrefetchLoader final : public Loader {
           &e.offset, 1, e.end, payload,
           [&](uint64_t offset, absl::string_view record) {
             return Decode(file, offset, record, &out.features[i * features_],
-                          &out.labels[i]);
+                          &out.labels[i], out.ids.data() + i * fields_);
           });
       if (!s.ok()) return s;
     }

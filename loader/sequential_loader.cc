@@ -13,6 +13,7 @@ class SequentialLoader final : public Loader {
       : Loader(dataset, options) {
     batch_.features.resize(static_cast<size_t>(options.batch_size) * features_);
     batch_.labels.resize(options.batch_size);
+    batch_.ids.resize(static_cast<size_t>(options.batch_size) * fields_);
   }
 
   absl::Status StartEpoch(int epoch) override {
@@ -34,6 +35,8 @@ class SequentialLoader final : public Loader {
       std::copy_n(&features_store_[local * features_], features_,
                   &batch_.features[i * features_]);
       batch_.labels[i] = labels_store_[local];
+      std::copy_n(ids_store_.data() + local * fields_, fields_,
+                  batch_.ids.data() + i * fields_);
     }
     batch_.size = static_cast<int>(n);
     next_ += n;
@@ -52,6 +55,7 @@ class SequentialLoader final : public Loader {
   absl::Status ReadEverything() {
     features_store_.resize(partition_size() * features_);
     labels_store_.resize(partition_size());
+    ids_store_.resize(partition_size() * fields_);
     std::string block;
     uint64_t id = 0;
     for (size_t k = 0; k < dataset_.indexes.size(); ++k) {
@@ -75,9 +79,9 @@ class SequentialLoader final : public Loader {
                 return absl::OkStatus();
               }
               const uint64_t local = this_id - partition_.begin;
-              return Decode(reader, offset, payload,
-                            &features_store_[local * features_],
-                            &labels_store_[local]);
+              return Decode(
+                  reader, offset, payload, &features_store_[local * features_],
+                  &labels_store_[local], ids_store_.data() + local * fields_);
             });
         if (!s.ok()) return s;
         first = last;
@@ -92,6 +96,7 @@ class SequentialLoader final : public Loader {
   bool loaded_ = false;
   std::vector<float> features_store_;
   std::vector<int32_t> labels_store_;
+  std::vector<uint64_t> ids_store_;
   size_t next_ = 0;
   Batch batch_;
 };

@@ -185,7 +185,8 @@ void Network::Forward(const float* params, const float* x, int batch,
 
 float Network::TrainStep(const float* params, const float* x,
                          const int32_t* labels, int batch, float* grad,
-                         Workspace* ws, LayerObserver* observer) const {
+                         Workspace* ws, LayerObserver* observer,
+                         float* dx) const {
   assert(batch <= ws->max_batch());
   Forward(params, x, batch, ws, observer);
   const int last = num_layers() - 1;
@@ -193,7 +194,7 @@ float Network::TrainStep(const float* params, const float* x,
                                   classes_, ws->deltas[last].data());
   for (int l = last; l >= 0; --l) {
     const float* in = l == 0 ? x : ws->activations[l - 1].data();
-    float* din = l == 0 ? nullptr : ws->deltas[l - 1].data();
+    float* din = l == 0 ? dx : ws->deltas[l - 1].data();
     layers_[l]->Backward(params, in, ws->activations[l].data(),
                          ws->deltas[l].data(), batch, din, grad,
                          ScratchOf(l, ws));
@@ -226,6 +227,23 @@ int Network::Evaluate(const float* params, const float* x,
     }
   }
   return correct;
+}
+
+void Network::Probabilities(const float* params, const float* x, int batch,
+                            Workspace* ws, float* probs) const {
+  for (int first = 0; first < batch; first += ws->max_batch()) {
+    const int n = std::min(ws->max_batch(), batch - first);
+    Forward(params, x + first * input_width(), n, ws);
+    const float* logits = ws->activations[num_layers() - 1].data();
+    for (int r = 0; r < n; ++r) {
+      const float* z = logits + r * classes_;
+      float* p = probs + (first + r) * classes_;
+      const float top = *std::max_element(z, z + classes_);
+      float sum = 0;
+      for (int c = 0; c < classes_; ++c) sum += p[c] = std::exp(z[c] - top);
+      for (int c = 0; c < classes_; ++c) p[c] /= sum;
+    }
+  }
 }
 
 }  // namespace model

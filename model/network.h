@@ -93,16 +93,22 @@ class Network {
   // input_width()) with labels in [0, num_classes()). Writes the gradient of
   // the mean loss into grad[0, num_params()) and returns the mean loss.
   // Requires batch <= ws->max_batch(). `observer`, when given, is told of
-  // each layer with parameters (LayerObserver).
+  // each layer with parameters (LayerObserver). `dx`, when given, gets the
+  // gradient of the mean loss with respect to x (batch x input_width()):
+  // what a layer in front of the network, an embedding, learns from.
   float TrainStep(const float* params, const float* x, const int32_t* labels,
                   int batch, float* grad, Workspace* ws,
-                  LayerObserver* observer = nullptr) const;
+                  LayerObserver* observer = nullptr, float* dx = nullptr) const;
 
   // Forward passes only, ws->max_batch() samples at a time: the number of
   // samples whose arg-max matches the label; adds their summed loss to
   // *loss_sum when it is not null.
   int Evaluate(const float* params, const float* x, const int32_t* labels,
                int batch, Workspace* ws, double* loss_sum) const;
+  // Forward passes only, ws->max_batch() samples at a time: each sample's
+  // softmax probabilities into probs[batch x num_classes()].
+  void Probabilities(const float* params, const float* x, int batch,
+                     Workspace* ws, float* probs) const;
 
  private:
   Network() = default;

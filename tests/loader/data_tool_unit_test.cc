@@ -46,7 +46,8 @@ TEST(DataToolUnitTest, BadRequestsAreNamed) {
   testutil::ScopedTempDir dir;
   DataToolOptions o = Synthetic(dir.path() + "/x", 1);
   o.command = "imagenet";
-  EXPECT_NE(RunDataTool(o).message().find("fashion-mnist or synthetic"),
+  EXPECT_NE(RunDataTool(o).message().find(
+                "fashion-mnist, synthetic or criteo-synthetic"),
             std::string::npos);
   o = Synthetic("", 1);
   EXPECT_EQ(RunDataTool(o).message(), "--out is required");

@@ -153,5 +153,38 @@ TEST_F(DatasetTest, SamplesThatDoNotFitTheManifestAreRefused) {
   EXPECT_FALSE(DatasetWriter::Create(dir_, bad, 1).ok());
 }
 
+TEST_F(DatasetTest, CategoricalIdsRoundTripAndMustMatchTheManifest) {
+  spec_.set_categorical_fields(2);
+  {
+    auto writer = *DatasetWriter::Create(dir_, spec_, 1);
+    const std::vector<uint64_t> ids = {7, uint64_t{1} << 60};
+    EXPECT_FALSE(writer->Add(1, "sixsix").ok());         // no ids
+    EXPECT_FALSE(writer->Add(1, "sixsix", {{7}}).ok());  // one of two
+    ASSERT_TRUE(writer->Add(1, "sixsix", ids).ok());
+    ASSERT_TRUE(writer->Finish().ok());
+  }
+  absl::StatusOr<Dataset> ds = OpenDataset(dir_);
+  ASSERT_TRUE(ds.ok()) << ds.status();
+  EXPECT_EQ(ds->manifest.categorical_fields(), 2u);
+  auto reader = *RecordReader::Open(ds->ShardPath(0));
+  std::string payload;
+  ASSERT_TRUE(reader->ReadAt(ds->indexes[0].offsets[0], &payload).ok());
+  EXPECT_EQ(payload.size(), 4u + 6 + 16);
+  float features[6];
+  int32_t label;
+  uint64_t ids[2];
+  ASSERT_TRUE(
+      DecodeSample(ds->manifest, payload, "x", features, &label, ids).ok());
+  EXPECT_EQ(label, 1);
+  EXPECT_EQ(ids[0], 7u);
+  EXPECT_EQ(ids[1], uint64_t{1} << 60);
+  // A record without its ids is named as too short.
+  const absl::Status s =
+      DecodeSample(ds->manifest, payload.substr(0, 10),
+                   "h.rec at byte offset 0", features, &label, ids);
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(s.message().find("the manifest says 26"), std::string::npos) << s;
+}
+
 }  // namespace
 }  // namespace loader

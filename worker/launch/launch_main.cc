@@ -197,6 +197,12 @@ void PrintResult(const shardps::RunSummary& s, const std::string& run_dir) {
       s.overlap(), s.init_seconds(), s.train_seconds(), s.samples_per_second(),
       s.epoch_seconds(), s.final_test_accuracy(), s.bytes_per_step() / 1024,
       100 * s.cpu_utilisation(), run_dir);
+  if (s.final_test_auc() > 0) {
+    absl::FPrintF(stderr,
+                  "shardps-launch: test AUC %.4f (final model); the data's "
+                  "generator reaches %.4f\n",
+                  s.final_test_auc(), s.generator_auc());
+  }
 }
 
 int Fail(const absl::Status& s) {

@@ -306,6 +306,8 @@ class Run {
     if (ended->ok() &&
         ps::ReadJsonFile(o_.run_dir + "/evaluation.json", &evaluation).ok()) {
       summary_.set_final_test_accuracy(evaluation.test_accuracy());
+      summary_.set_final_test_auc(evaluation.test_auc());
+      summary_.set_generator_auc(evaluation.generator_auc());
     } else {
       progress_.Print(
           absl::StrCat("shardps-launch: the final evaluation failed (",

@@ -22,6 +22,8 @@ absl::Status CheckModelFitsData(const TrainerOptions& options,
       loader::FeatureCount(manifest), " and ", manifest.classes()));
 }
 
+}  // namespace
+
 loader::LoaderOptions TrainLoaderOptions(const TrainerOptions& options) {
   loader::LoaderOptions lo;
   lo.batch_size = options.batch;
@@ -39,8 +41,6 @@ loader::LoaderOptions TrainLoaderOptions(const TrainerOptions& options) {
   }
   return lo;
 }
-
-}  // namespace
 
 model::Shape SampleShape(const shardps::DatasetManifest& manifest) {
   const auto& dims = manifest.feature_shape();

@@ -35,6 +35,10 @@ struct Inputs {
 absl::StatusOr<std::unique_ptr<Inputs>> OpenInputs(
     const TrainerOptions& options);
 
+// The loader options of a worker's partition of the training set (its
+// reads traced and counted when options give a tracer or metrics).
+loader::LoaderOptions TrainLoaderOptions(const TrainerOptions& options);
+
 // A sample's shape as a data set's manifest gives it: [H, W] is an H x W
 // image of one channel, [H, W, C] one of C channels (channels last),
 // anything else a flat vector.

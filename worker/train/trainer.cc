@@ -10,10 +10,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "model/dlrm.h"
 #include "ps/obs/progress_line.h"
+#include "worker/train/click_trainer.h"
 #include "worker/train/evaluation.h"
 #include "worker/train/inputs.h"
 #include "worker/train/layer_exchange.h"
+#include "worker/train/model_table.h"
 #include "worker/train/position.h"
 #include "worker/train/step_log.h"
 #include "worker/train/training_config.h"
@@ -22,42 +25,6 @@ namespace worker {
 namespace {
 
 double Seconds(absl::Duration d) { return absl::ToDoubleSeconds(d); }
-
-shardps::InitSegment ToSegment(const model::TensorInit& t, uint64_t seed) {
-  shardps::InitSegment seg;
-  seg.set_begin(t.begin);
-  seg.set_end(t.end);
-  switch (t.kind) {
-    case model::TensorInit::Kind::kNormal:
-      seg.mutable_init()->set_kind("normal");
-      break;
-    case model::TensorInit::Kind::kUniform:
-      seg.mutable_init()->set_kind("uniform");
-      break;
-    case model::TensorInit::Kind::kZeros:
-      seg.mutable_init()->set_kind("zeros");
-      break;
-  }
-  seg.mutable_init()->set_scale(t.scale);
-  seg.mutable_init()->set_seed(seed);
-  return seg;
-}
-
-// The model's table as every rank asks for it (seeded, initialised on the
-// servers).
-ps::TableOptions ModelTable(const TrainerOptions& options,
-                            const model::Network& net) {
-  ps::TableOptions table;
-  table.name = options.table;
-  table.num_params = net.num_params();
-  table.optimizer = options.optimizer;
-  table.consistency = options.consistency;
-  uint64_t seed = options.seed;
-  for (const model::TensorInit& t : net.InitPlan()) {
-    table.init_segments.push_back(ToSegment(t, seed++));
-  }
-  return table;
-}
 
 // One step's batch and times, as the step's phases record them. With
 // --overlap=layer, `waited` is the part of [pulled, computed) that forward
@@ -446,6 +413,9 @@ shardps::OptimizerConfig DefaultOptimizer() {
 absl::StatusOr<shardps::WorkerSummary> Train(ps::Client& client,
                                              const TrainerOptions& options,
                                              absl::Time process_start) {
+  if (model::IsDlrmSpec(options.model)) {
+    return TrainClickModel(client, options, process_start);
+  }
   Trainer trainer(client, options, process_start);
   return trainer.Run();
 }
@@ -453,6 +423,11 @@ absl::StatusOr<shardps::WorkerSummary> Train(ps::Client& client,
 absl::StatusOr<double> Evaluate(ps::Client& client,
                                 const TrainerOptions& options) {
   ps::TraceSpan span(options.tracer, "evaluate", "worker");
+  if (model::IsDlrmSpec(options.model)) {
+    absl::StatusOr<ClickScore> score = EvaluateClickModel(client, options);
+    if (!score.ok()) return score.status();
+    return score->accuracy;
+  }
   absl::StatusOr<model::ModelSpec> spec = model::ParseModelSpec(options.model);
   if (!spec.ok()) return spec.status();
   loader::Dataset test_set;

@@ -57,6 +57,8 @@ struct TrainerOptions {
   int world = 1;
   std::string run_dir;
   std::string table = "model";
+  // Click models: how the embedding rows are sharded, hash or range.
+  std::string row_sharding = "hash";
   int progress_every = 100;  // steps between progress lines
   uint64_t max_steps = 0;    // stop after this many steps; 0: run all epochs
   // EMULATION for cluster experiments with more workers than cores: when

@@ -38,7 +38,13 @@ ABSL_FLAG(std::string, model, "mlp:784-256-256-10",
           "Model spec: mlp:IN-HIDDEN...-CLASSES, or "
           "cnn:[HxWxC-]LAYERS...-CLASSES with layers cFkK (F filters of K x "
           "K), pP (P x P max pooling), fN (N dense units), e.g. "
-          "cnn:c32k5-p2-c64k5-p2-f1024-10 (model/README.md).");
+          "cnn:c32k5-p2-c64k5-p2-f1024-10 (model/README.md), or a click model "
+          "dlrm:D-HIDDEN... (embedding width D) on data with categorical "
+          "fields (shardps-data criteo-synthetic).");
+ABSL_FLAG(std::string, row_sharding, "hash",
+          "dlrm models: how the embedding rows are spread over the servers, "
+          "hash (XXH3 of the id) or range (the data's id space cut into equal "
+          "ranges, the baseline).");
 ABSL_FLAG(std::string, data, "",
           "Data directory with train/ and test/ (shardps-data output).");
 ABSL_FLAG(std::string, loader, "parallel",
@@ -253,6 +259,7 @@ absl::StatusOr<worker::TrainerOptions> TrainerOptionsFromFlags(
   worker::TrainerOptions to;
   if (absl::Status s = TableFromFlags(rw.world, &to); !s.ok()) return s;
   to.model = absl::GetFlag(FLAGS_model);
+  to.row_sharding = absl::GetFlag(FLAGS_row_sharding);
   to.data = absl::GetFlag(FLAGS_data);
   to.loader = absl::GetFlag(FLAGS_loader);
   to.batch = absl::GetFlag(FLAGS_batch);

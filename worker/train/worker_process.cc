@@ -6,12 +6,14 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "model/dlrm.h"
 #include "ps/base/file_io.h"
 #include "ps/base/json_file.h"
 #include "ps/base/log.h"
 #include "ps/client/client_metrics.h"
 #include "ps/obs/metrics_endpoint.h"
 #include "ps/obs/trace.h"
+#include "worker/train/click_trainer.h"
 #include "worker/train/worker_metrics.h"
 
 namespace worker {
@@ -54,17 +56,27 @@ absl::StatusOr<Observers> OpenObservers(const WorkerOptions& options) {
 }
 
 absl::Status EvaluateOnly(ps::Client& client, const TrainerOptions& options) {
-  absl::StatusOr<double> accuracy = Evaluate(client, options);
-  if (!accuracy.ok()) return accuracy.status();
   shardps::WorkerSummary evaluation;
   evaluation.set_rank(options.rank);
-  evaluation.set_test_accuracy(*accuracy);
+  if (model::IsDlrmSpec(options.model)) {
+    absl::StatusOr<ClickScore> score = EvaluateClickModel(client, options);
+    if (!score.ok()) return score.status();
+    evaluation.set_test_accuracy(score->accuracy);
+    evaluation.set_test_auc(score->auc);
+    evaluation.set_generator_auc(score->generator_auc);
+    ps::Logf(nullptr, "test AUC %.4f (the generator's %.4f)", score->auc,
+             score->generator_auc);
+  } else {
+    absl::StatusOr<double> accuracy = Evaluate(client, options);
+    if (!accuracy.ok()) return accuracy.status();
+    evaluation.set_test_accuracy(*accuracy);
+  }
   if (absl::Status s = ps::WriteJsonFile(
           evaluation, absl::StrCat(options.run_dir, "/evaluation.json"));
       !s.ok()) {
     return s;
   }
-  ps::Logf(nullptr, "test accuracy %.4f", *accuracy);
+  ps::Logf(nullptr, "test accuracy %.4f", evaluation.test_accuracy());
   return absl::OkStatus();
 }
 
