@@ -269,6 +269,32 @@ absl::Status ReadArray(BlockReader& in, uint64_t keys,
   return absl::OkStatus();
 }
 
+// The arrays of a sparse table (TableCheckpoint.rows): its ids, then its
+// values and optimizer state arrays of rows x dim floats.
+absl::Status ReadRows(BlockReader& in, uint64_t file_size,
+                      shardps::TableCheckpoint meta, TableSnapshot* table) {
+  const uint64_t rows = meta.rows(), dim = meta.spec().dim();
+  const uint64_t floats = file_size / sizeof(float);
+  // As for dense tables, the file's size bounds what this may allocate.
+  if (meta.arrays() < 2 || rows > floats / 2 ||
+      (rows > 0 && dim > floats / rows) ||
+      (rows > 0 && meta.arrays() - 1 > floats / (rows * dim))) {
+    return in.Corrupt(absl::StrCat("sparse table '", meta.spec().table(),
+                                   "' claims ", meta.arrays(), " arrays of ",
+                                   rows, " rows, more than the file holds"));
+  }
+  table->arrays.resize(meta.arrays());
+  for (size_t a = 0; a < table->arrays.size(); ++a) {
+    if (absl::Status s =
+            ReadArray(in, a == 0 ? 2 * rows : rows * dim, &table->arrays[a]);
+        !s.ok()) {
+      return s;
+    }
+  }
+  table->meta = std::move(meta);
+  return absl::OkStatus();
+}
+
 // The arrays of the table `meta` describes, into *table (with the meta).
 absl::Status ReadTable(BlockReader& in, uint64_t file_size,
                        shardps::TableCheckpoint meta, TableSnapshot* table) {
@@ -278,6 +304,7 @@ absl::Status ReadTable(BlockReader& in, uint64_t file_size,
     return in.Corrupt(
         absl::StrCat("table '", spec.table(), "' has an impossible shard"));
   }
+  if (spec.dim() > 0) return ReadRows(in, file_size, std::move(meta), table);
   const uint64_t keys = RangePartition(spec.num_params(), spec.num_shards())
                             .shard_range(spec.shard_index())
                             .size();

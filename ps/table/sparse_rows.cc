@@ -102,18 +102,21 @@ void SparseRows::Apply(uint64_t index, float* row, UnalignedFloats grad,
       (index % kBlockRows) * options_.dim, row, grad, lr_scale);
 }
 
+void SparseRows::AddBlock() {
+  const uint64_t floats = uint64_t{kBlockRows} * options_.dim;
+  // Validated by Create: the optimizer builds.
+  blocks_.push_back({std::vector<float>(floats),
+                     *MakeUpdater(options_.optimizer, floats),
+                     std::vector<uint32_t>(kBlockRows, 0)});
+}
+
 float* SparseRows::RowOf(uint64_t id, uint64_t* index) {
   auto [it, fresh] = index_.try_emplace(id, index_.size());
   *index = it->second;
   float* row;
   if (fresh) {
-    if (*index / kBlockRows == blocks_.size()) {
-      const uint64_t floats = uint64_t{kBlockRows} * options_.dim;
-      // Validated by Create: the optimizer builds.
-      blocks_.push_back({std::vector<float>(floats),
-                         *MakeUpdater(options_.optimizer, floats),
-                         std::vector<uint32_t>(kBlockRows, 0)});
-    }
+    if (*index / kBlockRows == blocks_.size()) AddBlock();
+    ids_.push_back(id);
     row = Values(*index);
     FillInitialRow(options_.init, id, options_.dim, row);
   } else {
@@ -207,6 +210,79 @@ absl::Status SparseRows::PushSummed(absl::Span<const uint64_t> ids,
     uint64_t index;
     float* row = RowOf(order_[k], &index);
     Apply(index, row, UnalignedFloats(summed_.data() + k * dim, dim), lr_scale);
+  }
+  return absl::OkStatus();
+}
+
+void SparseRows::Save(std::vector<std::vector<float>>* arrays) const {
+  absl::ReaderMutexLock lock(&mu_);
+  const uint64_t rows = ids_.size(), dim = options_.dim;
+  const int states = OptimizerStateArrays(options_.optimizer);
+  arrays->assign(2 + states, {});
+  (*arrays)[0].resize(2 * rows);
+  std::memcpy((*arrays)[0].data(), ids_.data(), rows * sizeof(uint64_t));
+  for (int a = 1; a < 2 + states; ++a) (*arrays)[a].reserve(rows * dim);
+  for (uint64_t b = 0; b < blocks_.size(); ++b) {
+    const uint64_t n =
+        std::min<uint64_t>(kBlockRows, rows - b * kBlockRows) * dim;
+    const Block& block = blocks_[b];
+    (*arrays)[1].insert((*arrays)[1].end(), block.values.begin(),
+                        block.values.begin() + n);
+    const std::vector<absl::Span<float>> state = block.updater->state();
+    for (int k = 0; k < states; ++k) {
+      (*arrays)[2 + k].insert((*arrays)[2 + k].end(), state[k].begin(),
+                              state[k].begin() + n);
+    }
+  }
+}
+
+absl::Status SparseRows::Load(const std::vector<std::vector<float>>& arrays) {
+  const uint64_t dim = options_.dim;
+  const size_t states = OptimizerStateArrays(options_.optimizer);
+  if (arrays.size() != 2 + states || arrays[0].size() % 2 != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        arrays.size(), " saved arrays; ids, values and this optimizer's ",
+        states, " state arrays are ", 2 + states));
+  }
+  const uint64_t rows = arrays[0].size() / 2;
+  for (size_t a = 1; a < arrays.size(); ++a) {
+    if (arrays[a].size() != rows * dim) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("a saved array of ", arrays[a].size(), " values for ",
+                       rows, " rows of dim ", dim));
+    }
+  }
+  if (rows > options_.max_rows) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        rows, " saved rows, more than max_rows ", options_.max_rows));
+  }
+  absl::MutexLock lock(&mu_);
+  if (!index_.empty()) {
+    return absl::FailedPreconditionError("rows load into an empty table only");
+  }
+  ids_.resize(rows);
+  std::memcpy(ids_.data(), arrays[0].data(), rows * sizeof(uint64_t));
+  index_.reserve(rows);
+  for (uint64_t i = 0; i < rows; ++i) {
+    if (!index_.try_emplace(ids_[i], i).second) {
+      const uint64_t id = ids_[i];
+      index_.clear();
+      ids_.clear();
+      return absl::InvalidArgumentError(
+          absl::StrCat("row ", id, " is saved twice"));
+    }
+  }
+  for (uint64_t b = 0; b * kBlockRows < rows; ++b) {
+    AddBlock();
+    const uint64_t first = b * kBlockRows * dim;
+    const uint64_t n =
+        std::min<uint64_t>(kBlockRows, rows - b * kBlockRows) * dim;
+    Block& block = blocks_.back();
+    std::copy_n(arrays[1].begin() + first, n, block.values.begin());
+    const std::vector<absl::Span<float>> state = block.updater->state();
+    for (size_t k = 0; k < states; ++k) {
+      std::copy_n(arrays[2 + k].begin() + first, n, state[k].begin());
+    }
   }
   return absl::OkStatus();
 }

@@ -64,6 +64,15 @@ class SparseRows {
   absl::Status Push(absl::Span<const uint64_t> ids, UnalignedFloats grads,
                     float lr_scale);
 
+  // Every row as a checkpoint keeps it (TableCheckpoint.rows in
+  // proto/checkpoint.proto): the ids (2 floats' bits each), the values, then
+  // each optimizer state array, in one row order.
+  void Save(std::vector<std::vector<float>>* arrays) const;
+  // Puts saved rows into this empty table. INVALID_ARGUMENT, leaving it
+  // empty, for arrays of the wrong count or sizes, an id saved twice, or
+  // more rows than max_rows.
+  absl::Status Load(const std::vector<std::vector<float>>& arrays);
+
  private:
   struct Block {
     std::vector<float> values;  // kBlockRows * dim
@@ -92,6 +101,8 @@ class SparseRows {
                           float lr_scale) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The row of `id`, created (with its block) if it is not held yet.
   float* RowOf(uint64_t id, uint64_t* index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Appends an empty block (values zero, optimizer state as at the start).
+  void AddBlock() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   float* Values(uint64_t index) ABSL_SHARED_LOCKS_REQUIRED(mu_);
   void PrefetchRow(uint64_t index) ABSL_SHARED_LOCKS_REQUIRED(mu_);
   void Apply(uint64_t index, float* row, UnalignedFloats grad, float lr_scale)
@@ -100,6 +111,7 @@ class SparseRows {
   const SparseRowsOptions options_;
   mutable absl::Mutex mu_;
   absl::flat_hash_map<uint64_t, uint64_t> index_ ABSL_GUARDED_BY(mu_);
+  std::vector<uint64_t> ids_ ABSL_GUARDED_BY(mu_);  // of each row index
   std::vector<Block> blocks_ ABSL_GUARDED_BY(mu_);
   uint32_t epoch_ ABSL_GUARDED_BY(mu_) = 0;
   // Scratch reused by every call that holds mu_ exclusively: each id's row

@@ -50,6 +50,7 @@ absl::StatusOr<PushOutcome> SparseTable::Push(const SparsePush& push) {
         "learning_rate_scale must be finite and >= 0, got ", push.lr_scale));
   }
   if (absl::Status s = CheckOwned(push.ids); !s.ok()) return s;
+  absl::ReaderMutexLock no_snapshot(&snapshot_mu_);
   absl::StatusOr<Admission> admission =
       ledger_.Admit(push.id, push.acked_below);
   if (!admission.ok()) return admission.status();
@@ -68,6 +69,43 @@ absl::StatusOr<PushOutcome> SparseTable::Push(const SparsePush& push) {
   ledger_.Commit(push.id, version);
   // Every push taken is applied at once: its place is its version.
   return PushOutcome{version, /*duplicate=*/false, /*position=*/version};
+}
+
+absl::StatusOr<std::unique_ptr<SparseTable>> SparseTable::Restore(
+    SparseTableOptions options, const TableSnapshot& snapshot) {
+  absl::StatusOr<std::unique_ptr<SparseTable>> table =
+      Create(std::move(options));
+  if (!table.ok()) return table.status();
+  const shardps::TableCheckpoint& meta = snapshot.meta;
+  if (absl::Status s = (*table)->rows_->Load(snapshot.arrays); !s.ok()) {
+    return s;
+  }
+  if (meta.rows() != (*table)->rows_->num_rows()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the snapshot says ", meta.rows(), " rows but holds ",
+                     (*table)->rows_->num_rows()));
+  }
+  if (absl::Status s = (*table)->ledger_.Load(meta.ledger()); !s.ok()) {
+    return s;
+  }
+  (*table)->version_.store(meta.version());
+  return table;
+}
+
+void SparseTable::Snapshot(TableSnapshot* out) {
+  out->meta.Clear();
+  std::vector<shardps::LedgerWorker> ledger;
+  {
+    absl::MutexLock hold_pushes(&snapshot_mu_);
+    rows_->Save(&out->arrays);
+    out->meta.set_version(version_.load());
+    ledger_.Save(&ledger);
+  }
+  for (shardps::LedgerWorker& worker : ledger) {
+    *out->meta.add_ledger() = std::move(worker);
+  }
+  out->meta.set_rows(out->arrays[0].size() / 2);
+  out->meta.set_arrays(out->arrays.size());
 }
 
 }  // namespace ps

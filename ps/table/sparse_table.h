@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "ps/table/push_ledger.h"
 #include "ps/table/sparse_rows.h"
@@ -49,6 +50,12 @@ class SparseTable {
   // outside [0, num_shards).
   static absl::StatusOr<std::unique_ptr<SparseTable>> Create(
       SparseTableOptions options);
+  // The table as Snapshot saved it (`snapshot.meta.spec` aside, which the
+  // caller turned into `options`): rows, version and push ledger, so that
+  // exactly-once holds across a restart. INVALID_ARGUMENT for a snapshot
+  // these options cannot hold.
+  static absl::StatusOr<std::unique_ptr<SparseTable>> Restore(
+      SparseTableOptions options, const TableSnapshot& snapshot);
   SparseTable(const SparseTable&) = delete;
   SparseTable& operator=(const SparseTable&) = delete;
 
@@ -68,6 +75,9 @@ class SparseTable {
   // or anything SparseRows::Push refuses.
   absl::StatusOr<PushOutcome> Push(const SparsePush& push);
 
+  // Everything but out->meta.spec, between pushes (checkpoint.h).
+  void Snapshot(TableSnapshot* out);
+
  private:
   SparseTable(SparseTableOptions options, std::unique_ptr<SparseRows> rows)
       : options_(std::move(options)),
@@ -79,6 +89,9 @@ class SparseTable {
   const SparseTableOptions options_;
   const RowPartition partition_;
   const std::unique_ptr<SparseRows> rows_;
+  // Held shared by a push from admission to commit, exclusively by a
+  // snapshot: the ledger is saved with no push half-way.
+  absl::Mutex snapshot_mu_;
   PushLedger ledger_;
   std::atomic<uint64_t> version_{0};
   std::atomic<uint64_t> rows_pulled_{0};

@@ -137,6 +137,7 @@ absl::StatusOr<Table*> TableRegistry::CreateTable(
 }
 
 absl::Status TableRegistry::Restore(TableSnapshot snapshot) {
+  if (IsSparse(snapshot.meta.spec())) return RestoreSparse(snapshot);
   const shardps::CreateTableRequest spec = snapshot.meta.spec();
   absl::StatusOr<KeyRange> range = CheckSpec(spec);
   if (!range.ok()) return range.status();
@@ -179,6 +180,7 @@ void TableRegistry::Snapshot(std::vector<TableSnapshot>* out) {
   const std::vector<Table*> tables = Tables();
   out->resize(tables.size());
   for (size_t i = 0; i < tables.size(); ++i) tables[i]->Snapshot(&(*out)[i]);
+  SnapshotSparse(out);
 }
 
 absl::StatusOr<Table*> TableRegistry::Find(absl::string_view job,

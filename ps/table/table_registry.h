@@ -115,6 +115,11 @@ class TableRegistry {
   Table* Insert(std::unique_ptr<Table> table, uint64_t bytes, bool* inserted);
   std::vector<Table*> Tables();
   void FillSparseStats(shardps::StatsResponse* out);
+  // Reserve for a sparse table's max_rows; the bytes Unreserve gives back.
+  absl::StatusOr<uint64_t> ReserveRows(const shardps::CreateTableRequest& spec);
+  // Restore and Snapshot of the sparse tables.
+  absl::Status RestoreSparse(const TableSnapshot& snapshot);
+  void SnapshotSparse(std::vector<TableSnapshot>* out);
   // The sparse table of spec's name if it has this spec; null if there is
   // no table of that name; ALREADY_EXISTS for another spec or a dense one.
   absl::StatusOr<SparseTable*> FindSameSparse(

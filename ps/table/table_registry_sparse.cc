@@ -24,6 +24,19 @@ SparseTableOptions OptionsOf(const shardps::CreateTableRequest& spec) {
 
 }  // namespace
 
+absl::StatusOr<uint64_t> TableRegistry::ReserveRows(
+    const shardps::CreateTableRequest& spec) {
+  // Rows are made on first touch, but max_rows of them are what the table
+  // may come to hold: that is what the memory limit is charged.
+  const int arrays = 1 + OptimizerStateArrays(spec.optimizer());
+  if (absl::Status s =
+          Reserve(spec.table(), spec.max_rows() * spec.dim(), arrays);
+      !s.ok()) {
+    return s;
+  }
+  return spec.max_rows() * spec.dim() * arrays * sizeof(float);
+}
+
 absl::StatusOr<SparseTable*> TableRegistry::CreateSparseTable(
     const shardps::CreateTableRequest& spec, bool* created) {
   *created = false;
@@ -42,19 +55,12 @@ absl::StatusOr<SparseTable*> TableRegistry::CreateSparseTable(
       !found.ok() || *found != nullptr) {
     return found;
   }
-  // Rows are made on first touch, but max_rows of them are what the table
-  // may come to hold: that is what the memory limit is charged.
-  const int arrays = 1 + OptimizerStateArrays(spec.optimizer());
-  const uint64_t bytes = spec.max_rows() * spec.dim() * arrays * sizeof(float);
-  if (absl::Status s =
-          Reserve(spec.table(), spec.max_rows() * spec.dim(), arrays);
-      !s.ok()) {
-    return s;
-  }
+  absl::StatusOr<uint64_t> bytes = ReserveRows(spec);
+  if (!bytes.ok()) return bytes.status();
   absl::StatusOr<std::unique_ptr<SparseTable>> table =
       SparseTable::Create(OptionsOf(spec));
   if (!table.ok()) {
-    Unreserve(bytes);
+    Unreserve(*bytes);
     return table.status();
   }
   {
@@ -69,12 +75,58 @@ absl::StatusOr<SparseTable*> TableRegistry::CreateSparseTable(
     }
   }
   // Another call created the name meanwhile: answered as if it came first.
-  Unreserve(bytes);
+  Unreserve(*bytes);
   absl::StatusOr<SparseTable*> found = FindSameSparse(spec);
   if (found.ok() && *found == nullptr) {
     return absl::InternalError("a table vanished while being created");
   }
   return found;
+}
+
+absl::Status TableRegistry::RestoreSparse(const TableSnapshot& snapshot) {
+  const shardps::CreateTableRequest& spec = snapshot.meta.spec();
+  if (absl::Status s = CheckJob(spec.job()); !s.ok()) return s;
+  if (absl::Status s = ValidateTableSpec(spec); !s.ok()) return s;
+  absl::StatusOr<uint64_t> bytes = ReserveRows(spec);
+  if (!bytes.ok()) return bytes.status();
+  absl::StatusOr<std::unique_ptr<SparseTable>> table =
+      SparseTable::Restore(OptionsOf(spec), snapshot);
+  if (!table.ok()) {
+    Unreserve(*bytes);
+    return absl::Status(
+        table.status().code(),
+        absl::StrCat("table '", spec.table(), "': ", table.status().message()));
+  }
+  bool inserted = false;
+  {
+    absl::MutexLock lock(&mu_);
+    inserted =
+        !tables_.contains(spec.table()) &&
+        sparse_tables_
+            .try_emplace(spec.table(), SparseEntry{spec, *std::move(table)})
+            .second;
+  }
+  if (!inserted) {
+    Unreserve(*bytes);
+    return absl::AlreadyExistsError(
+        absl::StrCat("table '", spec.table(), "' is restored twice"));
+  }
+  return absl::OkStatus();
+}
+
+void TableRegistry::SnapshotSparse(std::vector<TableSnapshot>* out) {
+  std::vector<std::pair<shardps::CreateTableRequest, SparseTable*>> tables;
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    for (const auto& [name, entry] : sparse_tables_) {
+      tables.emplace_back(entry.spec, entry.table.get());
+    }
+  }
+  for (auto& [spec, table] : tables) {
+    TableSnapshot& snapshot = out->emplace_back();
+    table->Snapshot(&snapshot);
+    *snapshot.meta.mutable_spec() = std::move(spec);
+  }
 }
 
 absl::StatusOr<SparseTable*> TableRegistry::FindSameSparse(

@@ -13,11 +13,13 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "proto/shardps.grpc.pb.h"
 #include "ps/client/client.h"
 #include "ps/server/server.h"
 #include "ps/table/initializer.h"
 #include "ps/wire/row_partition.h"
+#include "util/files.h"
 
 namespace ps {
 namespace {
@@ -26,17 +28,30 @@ constexpr uint32_t kDim = 4;
 
 class RowOpsTest : public testing::Test {
  protected:
-  void StartServers(double drop_reply_fraction = 0) {
+  // With `checkpoints`, server i keeps checkpoints in checkpoints/i.
+  void StartServers(double drop_reply_fraction = 0,
+                    const std::string& checkpoints = "") {
     for (int i = 0; i < 3; ++i) {
-      ServerOptions o;
-      o.host = "127.0.0.1";
-      o.job = "rows";
-      o.drop_reply_fraction = drop_reply_fraction;
-      absl::StatusOr<std::unique_ptr<Server>> s = Server::Start(o);
+      absl::StatusOr<std::unique_ptr<Server>> s =
+          Server::Start(Options(i, drop_reply_fraction, checkpoints, 0));
       ASSERT_TRUE(s.ok()) << s.status();
       addrs_.push_back((*s)->address());
       servers_.push_back(*std::move(s));
     }
+  }
+
+  static ServerOptions Options(int i, double drop_reply_fraction,
+                               const std::string& checkpoints, int port) {
+    ServerOptions o;
+    o.host = "127.0.0.1";
+    o.port = port;
+    o.job = "rows";
+    o.drop_reply_fraction = drop_reply_fraction;
+    if (!checkpoints.empty()) {
+      o.checkpoint.dir = absl::StrCat(checkpoints, "/", i);
+      o.checkpoint.every = absl::ZeroDuration();
+    }
+    return o;
   }
 
   std::unique_ptr<Client> Connect(absl::Duration retry_give_up = {}) {
@@ -232,6 +247,53 @@ TEST_F(RowOpsTest, BadInputIsRefusedByNameAndChangesNothing) {
                                 "is sparse: use PullRows and PushRows"))
       << dense_pull.error_message();
   EXPECT_EQ(Rows(*client), (std::vector<uint64_t>{0, 0, 0}));
+}
+
+// A server stopped and started again from its checkpoint holds the rows
+// it had: the client reads the same values and trains on from them.
+TEST_F(RowOpsTest, AServerRestartedFromItsCheckpointKeepsItsRows) {
+  testutil::ScopedTempDir dir;
+  StartServers(0, dir.path());
+  std::unique_ptr<Client> client = Connect();
+  RowTableOptions table = Table(Normal());
+  table.optimizer.set_name("adam");
+  table.optimizer.set_learning_rate(0.01f);
+  table.optimizer.set_beta1(0.9f);
+  table.optimizer.set_beta2(0.999f);
+  table.optimizer.set_epsilon(1e-8f);
+  ASSERT_TRUE(client->CreateRowTable(table).ok());
+  std::vector<uint64_t> ids;
+  for (uint64_t i = 0; i < 500; ++i) ids.push_back(i * 104729);
+  const std::vector<float> grads(ids.size() * kDim, 0.5f);
+  ASSERT_TRUE(client->PushRows("emb", ids, grads.data()).ok());
+  std::vector<float> before(ids.size() * kDim);
+  ASSERT_TRUE(client->PullRows("emb", ids, before.data(), false).ok());
+  const int port = servers_[1]->port();
+  ASSERT_TRUE(servers_[1]->Shutdown(absl::Seconds(1)).ok());
+  servers_[1].reset();
+  absl::StatusOr<std::unique_ptr<Server>> again =
+      Server::Start(Options(1, 0, dir.path(), port));
+  ASSERT_TRUE(again.ok()) << again.status();
+  servers_[1] = *std::move(again);
+  std::vector<float> after(ids.size() * kDim);
+  ASSERT_TRUE(client->PullRows("emb", ids, after.data(), false).ok());
+  EXPECT_EQ(after, before);
+  // Adam's moments came back too: every row has had the same gradients,
+  // so a push of the opposite sign moves each the same way on every shard
+  // (a fresh Adam on the restarted one would move its rows a full lr).
+  const std::vector<float> back(ids.size() * kDim, -0.5f);
+  ASSERT_TRUE(client->PushRows("emb", ids, back.data()).ok());
+  ASSERT_TRUE(client->PullRows("emb", ids, after.data(), false).ok());
+  const RowPartition partition(RowSharding::kHash, 3, 0);
+  int on_restarted = 0;
+  const float step = after[0] - before[0];
+  EXPECT_LT(std::abs(step), 0.005f);  // not a fresh Adam's 0.01
+  for (size_t i = 0; i < ids.size(); ++i) {
+    on_restarted += partition.ShardOf(ids[i]) == 1;
+    EXPECT_NEAR(after[i * kDim] - before[i * kDim], step, 1e-6)
+        << "row " << ids[i] << " on shard " << partition.ShardOf(ids[i]);
+  }
+  EXPECT_GT(on_restarted, 100);
 }
 
 TEST_F(RowOpsTest, RangeShardingPutsContiguousIdsTogether) {
