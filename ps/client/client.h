@@ -214,6 +214,8 @@ class Client {
   // lacks it). Either is needed before PullRows and PushRows.
   absl::Status CreateRowTable(const RowTableOptions& table);
   absl::Status OpenRowTable(absl::string_view table);
+  // The row width of a table created or opened here; NOT_FOUND otherwise.
+  absl::StatusOr<uint32_t> RowDim(absl::string_view table);
   // Rows ids[i] into out[i * dim, (i + 1) * dim); an id may repeat. Rows not
   // held yet are created from the table's initializer when `create`, else
   // NOT_FOUND. Ids are de-duplicated, grouped by shard and sent in calls of

@@ -177,6 +177,12 @@ absl::Status Client::OpenRowTable(absl::string_view table) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<uint32_t> Client::RowDim(absl::string_view table) {
+  absl::StatusOr<const RowTableInfo*> info = FindRowTable(table);
+  if (!info.ok()) return info.status();
+  return (*info)->dim;
+}
+
 void Client::AddRowTable(std::string name, std::unique_ptr<RowTableInfo> info) {
   absl::MutexLock lock(&tables_mu_);
   row_tables_[std::move(name)] = std::move(info);

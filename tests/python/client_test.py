@@ -156,6 +156,53 @@ class ClientTest(unittest.TestCase):
         self.assertAlmostEqual(compute["dur"], 500000, delta=1000)
         self.assertIn("worker-7", json.dumps(events))
 
+    def test_sparse_rows_by_id_from_numpy_and_torch(self):
+        c = self.client()
+        c.create_row_table("emb", 4, 1000,
+                           optimizer={"name": "sgd", "learning_rate": 1.0},
+                           init={"kind": "constant", "value": 0.5})
+        self.assertEqual(c.row_dim("emb"), 4)
+        ids = np.array([5, 9, 5], np.uint64)
+        out = np.zeros((3, 4), np.float32)
+        self.assertIs(c.pull_rows("emb", ids, out), out)
+        np.testing.assert_array_equal(out, 0.5)
+        # Id 5 twice: its gradients are summed, then applied once.
+        c.push_rows("emb", ids, np.ones((3, 4), np.float32))
+        other = self.client(worker=1)
+        other.open_row_table("emb")
+        self.assertEqual(other.row_dim("emb"), 4)
+        got = np.zeros((2, 4), np.float32)
+        other.pull_rows("emb", np.array([5, 9], np.uint64), got, create=False)
+        np.testing.assert_array_equal(got[0], -1.5)
+        np.testing.assert_array_equal(got[1], -0.5)
+        torch = require_torch(self)
+        rows = torch.zeros(2, 4)
+        c.pull_rows("emb", torch.tensor([9, 5]), rows)  # int64 ids
+        np.testing.assert_array_equal(rows.numpy(), got[::-1])
+        # Bad input is named and changes nothing.
+        with self.assertRaisesRegex(TypeError, "ids must hold uint64"):
+            c.pull_rows("emb", np.array([1.0, 2.0]), out[:2])
+        with self.assertRaisesRegex(ValueError, "out has 12 values"):
+            c.pull_rows("emb", np.array([1, 2], np.uint64), out)
+        with self.assertRaises(shardps.Error) as e:
+            c.pull_rows("emb", np.array([77], np.uint64), out[:1],
+                        create=False)
+        self.assertEqual(e.exception.code, NOT_FOUND)
+        self.assertIn("row 77 does not exist", str(e.exception))
+        bad = np.ones((1, 4), np.float32)
+        bad[0, 2] = np.nan
+        with self.assertRaises(shardps.Error) as e:
+            c.push_rows("emb", np.array([9], np.uint64), bad)
+        self.assertEqual(e.exception.code, INVALID_ARGUMENT)
+        with self.assertRaises(shardps.Error) as e:
+            c.pull_rows("nope", ids, out)
+        self.assertEqual(e.exception.code, NOT_FOUND)
+        with self.assertRaisesRegex(ValueError, "sharding must be"):
+            c.create_row_table("x", 4, 10, sharding="modulo")
+        other.pull_rows("emb", np.array([5, 9], np.uint64), got)
+        np.testing.assert_array_equal(got[1], -0.5)
+        other.close()
+
     def test_buffers_are_checked_by_name(self):
         c = self.client()
         c.create_table("buf", 100, optimizer={"name": "sgd",

@@ -95,6 +95,32 @@ py::buffer_info FloatBuffer(const py::object& object, uint64_t n, bool writable,
   return info;
 }
 
+// The ids behind `object`: a C-contiguous buffer of 64-bit integers
+// (uint64, or int64 as torch keeps indices, read as their bits); a
+// TypeError or ValueError naming `name` otherwise.
+py::buffer_info IdBuffer(const py::object& object, const char* name) {
+  py::buffer_info info;
+  try {
+    info = py::reinterpret_borrow<py::buffer>(object).request();
+  } catch (const py::error_already_set&) {
+    throw py::type_error(absl::StrCat(
+        name,
+        " must be a buffer of 64-bit ids (a NumPy array or a CPU torch "
+        "tensor)"));
+  }
+  const std::string& f = info.format;
+  if (info.itemsize != 8 || (f != "Q" && f != "L" && f != "q" && f != "l")) {
+    throw py::type_error(absl::StrCat(name, " must hold uint64 or int64, not '",
+                                      info.format, "'"));
+  }
+  if (info.ndim > 1 ||
+      (info.ndim == 1 && info.shape[0] > 1 && info.strides[0] != 8)) {
+    throw py::value_error(
+        absl::StrCat(name, " must be one contiguous row of ids"));
+  }
+  return info;
+}
+
 uint64_t RangeSize(uint64_t begin, uint64_t end) {
   if (end < begin) {
     throw py::value_error(
@@ -288,6 +314,82 @@ class PyClient {
     return out;
   }
 
+  // Sparse tables (ps/client/client.h CreateRowTable ...).
+  void CreateRowTable(const std::string& name, uint32_t dim,
+                      uint64_t max_rows_per_shard, const std::string& optimizer,
+                      const std::string& init, const std::string& sharding,
+                      uint64_t id_space) {
+    if (sharding != "hash" && sharding != "range") {
+      throw py::value_error(absl::StrCat(
+          "sharding must be 'hash' or 'range', not '", sharding, "'"));
+    }
+    ps::RowTableOptions t;
+    t.name = name;
+    t.dim = dim;
+    t.max_rows_per_shard = max_rows_per_shard;
+    t.optimizer = FromJson<shardps::OptimizerConfig>(optimizer, "optimizer");
+    t.init = FromJson<shardps::InitConfig>(init, "init");
+    t.sharding = sharding == "range" ? shardps::ROW_RANGE : shardps::ROW_HASH;
+    t.id_space = id_space;
+    ps::Client& client = Live();
+    absl::Status s;
+    {
+      py::gil_scoped_release release;
+      s = client.CreateRowTable(t);
+    }
+    Check(s);
+  }
+
+  void OpenRowTable(const std::string& name) {
+    ps::Client& client = Live();
+    absl::Status s;
+    {
+      py::gil_scoped_release release;
+      s = client.OpenRowTable(name);
+    }
+    Check(s);
+  }
+
+  void PullRows(const std::string& table, const py::object& ids,
+                const py::object& out, bool create) {
+    const py::buffer_info id_buffer = IdBuffer(ids, "ids");
+    const uint64_t n = static_cast<uint64_t>(id_buffer.size);
+    const py::buffer_info values =
+        FloatBuffer(out, n * Dim(table), /*writable=*/true, "out");
+    ps::Client& client = Live();
+    absl::Status s;
+    {
+      py::gil_scoped_release release;
+      s = client.PullRows(
+          table, absl::MakeConstSpan(static_cast<uint64_t*>(id_buffer.ptr), n),
+          static_cast<float*>(values.ptr), create);
+    }
+    Check(s);
+  }
+
+  void PushRows(const std::string& table, const py::object& ids,
+                const py::object& grads, float lr_scale) {
+    const py::buffer_info id_buffer = IdBuffer(ids, "ids");
+    const uint64_t n = static_cast<uint64_t>(id_buffer.size);
+    const py::buffer_info gradients =
+        FloatBuffer(grads, n * Dim(table), /*writable=*/false, "grads");
+    ps::Client& client = Live();
+    absl::Status s;
+    {
+      py::gil_scoped_release release;
+      s = client.PushRows(
+          table, absl::MakeConstSpan(static_cast<uint64_t*>(id_buffer.ptr), n),
+          static_cast<const float*>(gradients.ptr), lr_scale);
+    }
+    Check(s);
+  }
+
+  uint32_t Dim(const std::string& table) {
+    absl::StatusOr<uint32_t> dim = Live().RowDim(table);
+    Check(dim.status());
+    return *dim;
+  }
+
   uint64_t push_bytes() const { return Live().push_bytes(); }
   uint64_t pull_bytes() const { return Live().pull_bytes(); }
 
@@ -374,6 +476,15 @@ PYBIND11_MODULE(_shardps, m) {
            py::arg("lr_scale"))
       .def("assign", &PyClient::Assign, py::arg("table"), py::arg("begin"),
            py::arg("end"), py::arg("values"))
+      .def("create_row_table", &PyClient::CreateRowTable, py::arg("name"),
+           py::arg("dim"), py::arg("max_rows_per_shard"), py::arg("optimizer"),
+           py::arg("init"), py::arg("sharding"), py::arg("id_space"))
+      .def("open_row_table", &PyClient::OpenRowTable, py::arg("name"))
+      .def("pull_rows", &PyClient::PullRows, py::arg("table"), py::arg("ids"),
+           py::arg("out"), py::arg("create"))
+      .def("push_rows", &PyClient::PushRows, py::arg("table"), py::arg("ids"),
+           py::arg("grads"), py::arg("lr_scale"))
+      .def("row_dim", &PyClient::Dim, py::arg("table"))
       .def("record_span", &PyClient::RecordSpan, py::arg("name"),
            py::arg("start"), py::arg("end"))
       .def("close", &PyClient::Close)

@@ -144,6 +144,38 @@ class Client:
         with other workers' pushes, so call it before training starts."""
         self._client.assign(table, begin, end, _buffer(values))
 
+    def create_row_table(self, name, dim, max_rows_per_shard, optimizer=None,
+                         init=None, sharding="hash", id_space=0):
+        """Creates the sparse table `name` (ps/README.md): rows of `dim`
+        float32 keyed by any uint64 id, each made on first touch from
+        `init` (its values depend only on the seed and the id), at most
+        max_rows_per_shard per server, spread by a hash of the id or
+        ("range") by equal ranges of [0, id_space)."""
+        self._client.create_row_table(name, dim, max_rows_per_shard,
+                                      _json(optimizer), _json(init), sharding,
+                                      id_space)
+
+    def open_row_table(self, name):
+        """Makes the sparse table `name`, created by another worker, usable
+        here."""
+        self._client.open_row_table(name)
+
+    def row_dim(self, table):
+        """The row width of a sparse table created or opened here."""
+        return self._client.row_dim(table)
+
+    def pull_rows(self, table, ids, out, create=True):
+        """Row ids[i] into out[i] (out holds len(ids) x dim float32; an id
+        may repeat); rows not held yet are made unless create is False,
+        when such an id is an Error. ids: uint64 or int64; returns out."""
+        self._client.pull_rows(table, _buffer(ids), _buffer(out), create)
+        return out
+
+    def push_rows(self, table, ids, grads, lr_scale=1.0):
+        """Row gradients grads[i] for ids[i]; repeated ids are summed and
+        each row is applied once on its server, exactly once."""
+        self._client.push_rows(table, _buffer(ids), _buffer(grads), lr_scale)
+
     def record_span(self, name, start, end):
         """Adds a span of the calling thread to the trace (nothing without
         one): name is one of step, read, compute, pull, push, push_pull,
