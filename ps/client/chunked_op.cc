@@ -127,8 +127,10 @@ absl::Status ChunkedOp::Outcome(size_t index, const grpc::Status& status) {
   }
   if (options.metrics != nullptr) {
     // A PushPull counts as a push: its gradient is what makes it.
-    options.metrics->RecordCall(kind() != OpKind::kPull, chunk.shard,
-                                status.ok(), call.request.Length(),
+    options.metrics->RecordCall(kind() == OpKind::kPull
+                                    ? ClientMetrics::Method::kPull
+                                    : ClientMetrics::Method::kPush,
+                                chunk.shard, status.ok(), call.request.Length(),
                                 call.response.Length(), now - started_[index]);
   }
   const ServerConn& server = context_.conns->server(chunk.shard);

@@ -31,16 +31,17 @@ ClientMetrics::ClientMetrics(prometheus::Registry& registry, int num_shards)
                        .Name("shardps_client_received_bytes_total")
                        .Help("Response bytes of chunk calls, by method.")
                        .Register(registry);
-  const char* const methods[2] = {"Pull", "Push"};
+  const char* const methods[kMethods] = {"Pull", "Push", "PullRows",
+                                         "PushRows"};
   for (int shard = 0; shard < num_shards; ++shard) {
-    for (int m = 0; m < 2; ++m) {
+    for (int m = 0; m < kMethods; ++m) {
       const prometheus::Labels labels{{"method", methods[m]},
                                       {"shard", absl::StrCat(shard)}};
       shards_[shard][m] = {&calls.Add(labels), &errors.Add(labels),
                            &seconds.Add(labels, LatencyBuckets())};
     }
   }
-  for (int m = 0; m < 2; ++m) {
+  for (int m = 0; m < kMethods; ++m) {
     sent_[m] = &sent.Add({{"method", methods[m]}});
     received_[m] = &received.Add({{"method", methods[m]}});
   }
@@ -53,9 +54,10 @@ ClientMetrics::ClientMetrics(prometheus::Registry& registry, int num_shards)
                   .Add({});
 }
 
-void ClientMetrics::RecordCall(bool push, int shard, bool ok, size_t bytes_sent,
-                               size_t bytes_received, absl::Duration latency) {
-  const int m = push ? 1 : 0;
+void ClientMetrics::RecordCall(Method method, int shard, bool ok,
+                               size_t bytes_sent, size_t bytes_received,
+                               absl::Duration latency) {
+  const int m = static_cast<int>(method);
   PerCall& call = shards_[shard][m];
   call.calls->Increment();
   if (!ok) call.errors->Increment();

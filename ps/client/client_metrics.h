@@ -1,7 +1,8 @@
 // ClientMetrics is what a ps::Client reports to Prometheus
 // (ps/obs/metrics_endpoint.h), all names prefixed shardps_client_:
 //
-//   rpcs_total{method,shard}          chunk calls finished (Pull, Push)
+//   rpcs_total{method,shard}          chunk calls finished (Pull, Push,
+//                                     PullRows, PushRows)
 //   rpc_errors_total{method,shard}    of those, failed
 //   rpc_seconds{method,shard}         a call's time, launch to completion
 //   sent_bytes_total{method}          request bytes
@@ -32,7 +33,11 @@ class ClientMetrics {
   ClientMetrics& operator=(const ClientMetrics&) = delete;
 
   int num_shards() const { return static_cast<int>(shards_.size()); }
-  void RecordCall(bool push, int shard, bool ok, size_t bytes_sent,
+  // What a call moved: the dense calls (a PushPull counts as a push) and
+  // the sparse tables' rows.
+  enum class Method { kPull, kPush, kPullRows, kPushRows };
+  static constexpr int kMethods = 4;
+  void RecordCall(Method method, int shard, bool ok, size_t bytes_sent,
                   size_t bytes_received, absl::Duration latency);
   void RecordRetry() { retries_->Increment(); }
 
@@ -42,10 +47,10 @@ class ClientMetrics {
     prometheus::Counter* errors;
     prometheus::Histogram* seconds;
   };
-  // Per shard: pull, push.
-  std::vector<std::array<PerCall, 2>> shards_;
-  std::array<prometheus::Counter*, 2> sent_;
-  std::array<prometheus::Counter*, 2> received_;
+  // Per shard, per Method.
+  std::vector<std::array<PerCall, kMethods>> shards_;
+  std::array<prometheus::Counter*, kMethods> sent_;
+  std::array<prometheus::Counter*, kMethods> received_;
   prometheus::Counter* retries_;
 };
 

@@ -121,6 +121,39 @@ absl::Status CallShard(
   return server.Annotate(what, shard, call(&context, server.stub.get()));
 }
 
+// One try of a row call, traced and counted like a dense chunk call: its
+// span (pull_rows_rpc, push_rows_rpc), its metrics and its bytes.
+absl::Status RowCall(Connections& conns, int shard, bool push,
+                     const google::protobuf::MessageLite& request,
+                     const google::protobuf::MessageLite& response,
+                     absl::FunctionRef<grpc::Status(
+                         grpc::ClientContext*, shardps::ParameterServer::Stub*)>
+                         call) {
+  const ClientOptions& options = conns.options();
+  const absl::Time start = absl::Now();
+  const absl::Status status = CallShard(conns, options.rpc_timeout, shard,
+                                        push ? "push rows" : "pull rows", call);
+  const absl::Time end = absl::Now();
+  const size_t sent = request.ByteSizeLong();
+  const size_t received = status.ok() ? response.ByteSizeLong() : 0;
+  if (options.tracer != nullptr) {
+    options.tracer->Record(push ? "push_rows_rpc" : "pull_rows_rpc", "client",
+                           start, end, "shard", shard);
+  }
+  if (options.metrics != nullptr) {
+    options.metrics->RecordCall(push ? ClientMetrics::Method::kPushRows
+                                     : ClientMetrics::Method::kPullRows,
+                                shard, status.ok(), sent, received,
+                                end - start);
+  }
+  if (push) {
+    conns.CountPushBytes(sent);
+  } else if (status.ok()) {
+    conns.CountPullBytes(received);
+  }
+  return status;
+}
+
 }  // namespace
 
 absl::Status Client::CreateRowTable(const RowTableOptions& table) {
@@ -242,16 +275,15 @@ absl::Status Client::PullRowsCall(int shard, uint32_t dim,
   request.set_create(create);
   request.set_encoding(encoding);
   shardps::PullRowsResponse response;
-  if (absl::Status s =
-          Retried("pull rows",
-                  [&] {
-                    return CallShard(
-                        *conns_, options_.rpc_timeout, shard, "pull rows",
-                        [&](grpc::ClientContext* context,
-                            shardps::ParameterServer::Stub* stub) {
-                          return stub->PullRows(context, request, &response);
-                        });
-                  });
+  if (absl::Status s = Retried(
+          "pull rows",
+          [&] {
+            return RowCall(*conns_, shard, /*push=*/false, request, response,
+                           [&](grpc::ClientContext* context,
+                               shardps::ParameterServer::Stub* stub) {
+                             return stub->PullRows(context, request, &response);
+                           });
+          });
       !s.ok()) {
     return s;
   }
@@ -346,11 +378,11 @@ absl::Status Client::PushRowsCall(int shard, uint32_t dim,
   if (tag.lr_scale != 1.0f) request.set_learning_rate_scale(tag.lr_scale);
   shardps::PushRowsResponse response;
   return Retried("push rows", [&] {
-    return CallShard(*conns_, options_.rpc_timeout, shard, "push rows",
-                     [&](grpc::ClientContext* context,
-                         shardps::ParameterServer::Stub* stub) {
-                       return stub->PushRows(context, request, &response);
-                     });
+    return RowCall(*conns_, shard, /*push=*/true, request, response,
+                   [&](grpc::ClientContext* context,
+                       shardps::ParameterServer::Stub* stub) {
+                     return stub->PushRows(context, request, &response);
+                   });
   });
 }
 

@@ -220,13 +220,9 @@ class ClickTrainer {
                           computed - pulled, pushed - computed};
     summary_.set_steps(summary_.steps() + 1);
     summary_.set_samples(summary_.samples() + n);
-    summary_.set_read_seconds(summary_.read_seconds() +
-                              Seconds(times.wait_for_data));
-    summary_.set_pull_seconds(summary_.pull_seconds() + Seconds(times.pull));
-    summary_.set_compute_seconds(summary_.compute_seconds() +
-                                 Seconds(times.compute));
-    summary_.set_push_seconds(summary_.push_seconds() + Seconds(times.push));
+    AddPhaseSeconds(times, &summary_);
     last_step_ = pushed;
+    TraceStepPhases(o_.tracer, start, got_batch, pulled, computed, pushed);
     if (o_.metrics != nullptr) {
       o_.metrics->RecordStep(epoch, n, loss, times, batches_->ReadyBatches());
     }

@@ -41,4 +41,22 @@ absl::Status StepLog::Append(int epoch, uint64_t step, int batch, float loss,
   return absl::OkStatus();
 }
 
+void TraceStepPhases(ps::Tracer* tracer, absl::Time start, absl::Time got_batch,
+                     absl::Time pulled, absl::Time computed,
+                     absl::Time pushed) {
+  if (tracer == nullptr) return;
+  tracer->Record("wait_for_data", "worker", start, got_batch);
+  tracer->Record("pull", "worker", got_batch, pulled);
+  tracer->Record("compute", "worker", pulled, computed);
+  tracer->Record("push", "worker", computed, pushed);
+}
+
+void AddPhaseSeconds(const StepTimes& t, shardps::WorkerSummary* summary) {
+  auto seconds = [](absl::Duration d) { return absl::ToDoubleSeconds(d); };
+  summary->set_read_seconds(summary->read_seconds() + seconds(t.wait_for_data));
+  summary->set_pull_seconds(summary->pull_seconds() + seconds(t.pull));
+  summary->set_compute_seconds(summary->compute_seconds() + seconds(t.compute));
+  summary->set_push_seconds(summary->push_seconds() + seconds(t.push));
+}
+
 }  // namespace worker

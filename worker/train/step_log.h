@@ -16,6 +16,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "proto/summary.pb.h"
+#include "ps/obs/trace.h"
 #include "worker/train/worker_metrics.h"
 
 namespace worker {
@@ -39,6 +41,13 @@ class StepLog {
   const std::string path_;
   std::ofstream out_;
 };
+
+// A step's phases as spans of the calling thread (wait_for_data, pull,
+// compute, push, between the five times given); nothing without a tracer.
+void TraceStepPhases(ps::Tracer* tracer, absl::Time start, absl::Time got_batch,
+                     absl::Time pulled, absl::Time computed, absl::Time pushed);
+// Adds a step's phase times to the summary's totals.
+void AddPhaseSeconds(const StepTimes& times, shardps::WorkerSummary* summary);
 
 }  // namespace worker
 

@@ -273,22 +273,13 @@ class Trainer {
   // summary; the position every checkpoint_every steps; progress.
   absl::Status Record(const StepRecord& r, uint64_t next_position) {
     const StepTimes t = r.times();
-    if (ps::Tracer* tracer = o_.tracer; tracer != nullptr) {
-      tracer->Record("wait_for_data", "worker", r.start, r.got_batch);
-      tracer->Record("pull", "worker", r.got_batch, r.pulled);
-      tracer->Record("compute", "worker", r.pulled, r.computed);
-      tracer->Record("push", "worker", r.computed, r.pushed);
-    }
+    TraceStepPhases(o_.tracer, r.start, r.got_batch, r.pulled, r.computed,
+                    r.pushed);
     if (o_.metrics != nullptr) {
       o_.metrics->RecordStep(r.epoch, r.batch->size, r.loss, t,
                              in_->batches->ReadyBatches());
     }
-    summary_.set_read_seconds(summary_.read_seconds() +
-                              Seconds(t.wait_for_data));
-    summary_.set_pull_seconds(summary_.pull_seconds() + Seconds(t.pull));
-    summary_.set_compute_seconds(summary_.compute_seconds() +
-                                 Seconds(t.compute));
-    summary_.set_push_seconds(summary_.push_seconds() + Seconds(t.push));
+    AddPhaseSeconds(t, &summary_);
     if (absl::Status s = step_log_->Append(r.epoch, summary_.steps(),
                                            r.batch->size, r.loss, t, r.pushed);
         !s.ok()) {

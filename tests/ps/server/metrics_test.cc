@@ -14,8 +14,10 @@
 #include "ps/client/client.h"
 #include "ps/client/client_metrics.h"
 #include "ps/obs/metrics_endpoint.h"
+#include "ps/obs/trace.h"
 #include "ps/server/server.h"
 #include "ps/server/server_metrics.h"
+#include "util/files.h"
 #include "util/metrics_text.h"
 #include "util/servers.h"
 
@@ -254,6 +256,93 @@ TEST_F(ServerMetricsTest, BothSidesCountEveryCallByteAndClock) {
                   R"(shardps_client_received_bytes_total{method="Pull"})"));
   EXPECT_EQ(server_pull_bytes, static_cast<double>(worker0->pull_bytes()));
   EXPECT_EQ(SeriesValue(client0, "shardps_client_retries_total"), 0);
+}
+
+// Sparse tables' calls: counted per shard on both sides, byte for byte,
+// traced as pull_rows_rpc / push_rows_rpc spans, and in the client's bytes.
+TEST_F(ServerMetricsTest, RowCallsAreCountedTracedAndMatchTheServers) {
+  prometheus::Registry registry;
+  ClientMetrics metrics(registry, kServers);
+  testutil::ScopedTempDir dir;
+  const std::string trace_path = dir.path() + "/client.trace.json";
+  std::unique_ptr<Client> client;
+  {
+    TraceOptions t;
+    t.path = trace_path;
+    t.process_name = "worker-0";
+    absl::StatusOr<std::unique_ptr<Tracer>> tracer = Tracer::Open(t);
+    ASSERT_TRUE(tracer.ok()) << tracer.status();
+    ClientOptions o;
+    o.server_addrs = addrs_;
+    o.job = "test";
+    o.chunk_bytes = 512;  // 32 rows of dim 4 a call
+    o.metrics = &metrics;
+    o.tracer = tracer->get();
+    absl::StatusOr<std::unique_ptr<Client>> c = Client::Connect(o);
+    ASSERT_TRUE(c.ok()) << c.status();
+    client = *std::move(c);
+    RowTableOptions table;
+    table.name = "emb";
+    table.dim = 4;
+    table.max_rows_per_shard = 1000;
+    table.optimizer.set_name("sgd");
+    table.optimizer.set_learning_rate(0.1f);
+    ASSERT_TRUE(client->CreateRowTable(table).ok());
+    std::vector<uint64_t> ids;
+    for (uint64_t i = 0; i < 300; ++i) ids.push_back(i * 31);
+    std::vector<float> rows(ids.size() * 4);
+    const std::vector<float> grads(ids.size() * 4, 0.5f);
+    ASSERT_TRUE(client->PullRows("emb", ids, rows.data()).ok());
+    ASSERT_TRUE(client->PushRows("emb", ids, grads.data()).ok());
+    ASSERT_TRUE(client->PushRows("emb", ids, grads.data()).ok());
+    client.reset();  // the tracer outlives the client's calls
+  }
+  const std::string text = testutil::RegistryText(registry);
+  double pulls = 0, pushes = 0, server_sent = 0, server_received = 0;
+  for (int i = 0; i < kServers; ++i) {
+    const std::string page = Page(i);
+    auto calls = [&](const char* method) {
+      return SeriesValue(
+          text, absl::StrCat(R"(shardps_client_rpcs_total{method=")", method,
+                             R"(",shard=")", i, R"("})"));
+    };
+    // About 150 rows a shard, 32 a call: at least 4 calls each.
+    EXPECT_GE(calls("PullRows"), 4) << i;
+    EXPECT_EQ(calls("PushRows"), 2 * calls("PullRows")) << i;
+    EXPECT_EQ(SeriesValue(
+                  page, R"(shardps_server_requests_total{method="PullRows"})"),
+              calls("PullRows"));
+    EXPECT_EQ(SeriesValue(
+                  page, R"(shardps_server_requests_total{method="PushRows"})"),
+              calls("PushRows"));
+    pulls += calls("PullRows");
+    pushes += calls("PushRows");
+    server_sent += SeriesValue(
+        page, R"(shardps_server_sent_bytes_total{method="PullRows"})");
+    server_received += SeriesValue(
+        page, R"(shardps_server_received_bytes_total{method="PushRows"})");
+  }
+  EXPECT_EQ(
+      server_sent,
+      SeriesValue(text,
+                  R"(shardps_client_received_bytes_total{method="PullRows"})"));
+  EXPECT_EQ(server_received,
+            SeriesValue(
+                text, R"(shardps_client_sent_bytes_total{method="PushRows"})"));
+  // Values alone: 300 rows of 4 floats pulled once, pushed twice.
+  EXPECT_GT(server_sent, 300 * 4 * 4);
+  EXPECT_GT(server_received, 2 * 300 * 4 * 4);
+  const std::string trace = testutil::ReadFile(trace_path);
+  auto count = [&](const std::string& name) {
+    size_t n = 0;
+    for (size_t at = trace.find(name); at != std::string::npos;
+         at = trace.find(name, at + 1)) {
+      ++n;
+    }
+    return static_cast<double>(n);
+  };
+  EXPECT_EQ(count("\"pull_rows_rpc\""), pulls);
+  EXPECT_EQ(count("\"push_rows_rpc\""), pushes);
 }
 
 TEST_F(ServerMetricsTest, ClientMetricsMustCoverEveryServer) {
