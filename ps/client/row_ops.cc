@@ -358,16 +358,15 @@ absl::Status Client::PushRowsCall(int shard, uint32_t dim,
   request.set_table(std::string(table));
   request.mutable_ids()->Add(ids.begin(), ids.end());
   std::string* bytes = request.mutable_gradients();
-  bytes->resize(EncodedBytes(encoding, n));
-  switch (encoding) {
-    case shardps::FP16:
+  if (encoding == shardps::FLOAT32) {
+    bytes->assign(reinterpret_cast<const char*>(grads), n * sizeof(float));
+  } else {
+    bytes->resize(EncodedBytes(encoding, n));
+    if (encoding == shardps::FP16) {
       EncodeFp16(grads, n, bytes->data());
-      break;
-    case shardps::BF16:
+    } else {
       EncodeBf16(grads, n, bytes->data());
-      break;
-    default:
-      std::memcpy(bytes->data(), grads, bytes->size());
+    }
   }
   request.set_encoding(encoding);
   request.set_worker(options_.worker);
