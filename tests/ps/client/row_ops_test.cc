@@ -54,8 +54,13 @@ class RowOpsTest : public testing::Test {
     return o;
   }
 
-  std::unique_ptr<Client> Connect(absl::Duration retry_give_up = {}) {
+  std::unique_ptr<Client> Connect(
+      absl::Duration retry_give_up = {},
+      shardps::ValueEncoding pull = shardps::FLOAT32,
+      shardps::ValueEncoding push = shardps::FLOAT32) {
     ClientOptions o;
+    o.pull_encoding = pull;
+    o.push_encoding = push;
     o.server_addrs = addrs_;
     o.job = "rows";
     o.retry_give_up = retry_give_up;
@@ -294,6 +299,41 @@ TEST_F(RowOpsTest, AServerRestartedFromItsCheckpointKeepsItsRows) {
         << "row " << ids[i] << " on shard " << partition.ShardOf(ids[i]);
   }
   EXPECT_GT(on_restarted, 100);
+}
+
+// Compression covers rows: fp16 and bf16 each way carry values they can
+// hold exactly, in half the bytes; 1-bit pushes fall back to float32.
+TEST_F(RowOpsTest, RowsTravelCompressed) {
+  StartServers();
+  std::unique_ptr<Client> plain = Connect();
+  ASSERT_TRUE(plain->CreateRowTable(Table(Zero())).ok());
+  std::vector<uint64_t> ids;
+  for (uint64_t i = 0; i < 400; ++i) ids.push_back(i * 977);
+  const size_t n = ids.size() * kDim;
+  std::vector<float> out(n);
+  const std::vector<float> half(n, 0.5f);
+  struct Case {
+    shardps::ValueEncoding pull, push;
+  };
+  float want = 0;
+  for (const Case& c :
+       {Case{shardps::FP16, shardps::BF16}, Case{shardps::BF16, shardps::FP16},
+        Case{shardps::FP16, shardps::ONEBIT}}) {
+    std::unique_ptr<Client> client = Connect({}, c.pull, c.push);
+    ASSERT_TRUE(client->OpenRowTable("emb").ok());
+    ASSERT_TRUE(client->PushRows("emb", ids, half.data()).ok());
+    want -= 0.5f;  // sgd at learning rate 1
+    const uint64_t before = client->pull_bytes();
+    ASSERT_TRUE(client->PullRows("emb", ids, out.data(), false).ok());
+    EXPECT_EQ(out, std::vector<float>(n, want)) << c.pull << " " << c.push;
+    // Half of float32's bytes, plus ids and headers.
+    const uint64_t pulled = client->pull_bytes() - before;
+    EXPECT_GE(pulled, n * 2);
+    EXPECT_LT(pulled, n * 3);
+  }
+  // The plain client reads what the compressed ones wrote.
+  ASSERT_TRUE(plain->PullRows("emb", ids, out.data(), false).ok());
+  EXPECT_EQ(out, std::vector<float>(n, -1.5f));
 }
 
 TEST_F(RowOpsTest, RangeShardingPutsContiguousIdsTogether) {
