@@ -277,11 +277,14 @@ class Client {
   absl::StatusOr<const RowTableInfo*> FindRowTable(absl::string_view table);
   void AddRowTable(std::string name, std::unique_ptr<RowTableInfo> info);
   // One call of a PullRows / PushRows: a chunk of `shard`'s ids, the
-  // piece-th of its push.
-  absl::Status PullRowsCall(int shard, uint32_t dim, absl::string_view table,
+  // piece-th of its push, on the server's connection `channel` (modulo
+  // their number).
+  absl::Status PullRowsCall(int shard, size_t channel, uint32_t dim,
+                            absl::string_view table,
                             absl::Span<const uint64_t> ids, bool create,
                             float* out);
-  absl::Status PushRowsCall(int shard, uint32_t dim, absl::string_view table,
+  absl::Status PushRowsCall(int shard, size_t channel, uint32_t dim,
+                            absl::string_view table,
                             absl::Span<const uint64_t> ids, const float* grads,
                             uint32_t piece, const PushTag& tag);
 

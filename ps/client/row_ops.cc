@@ -12,6 +12,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "google/protobuf/io/coded_stream.h"
 #include "ps/client/client.h"
 #include "ps/client/connections.h"
 #include "ps/client/fan_out.h"
@@ -20,6 +22,7 @@
 #include "ps/wire/row_partition.h"
 #include "ps/wire/table_spec.h"
 #include "ps/wire/value_codec.h"
+#include "ps/wire/wire_codec.h"
 
 namespace ps {
 namespace {
@@ -121,21 +124,38 @@ absl::Status CallShard(
   return server.Annotate(what, shard, call(&context, server.stub.get()));
 }
 
-// One try of a row call, traced and counted like a dense chunk call: its
-// span (pull_rows_rpc, push_rows_rpc), its metrics and its bytes.
-absl::Status RowCall(Connections& conns, int shard, bool push,
-                     const google::protobuf::MessageLite& request,
-                     const google::protobuf::MessageLite& response,
-                     absl::FunctionRef<grpc::Status(
-                         grpc::ClientContext*, shardps::ParameterServer::Stub*)>
-                         call) {
+constexpr char kPullRowsMethod[] = "/shardps.ParameterServer/PullRows";
+constexpr char kPushRowsMethod[] = "/shardps.ParameterServer/PushRows";
+
+// One try of a row call on connection `channel` (modulo the server's) of
+// `shard`'s server, with the client's deadline and token; traced and
+// counted like a dense chunk call: its span (pull_rows_rpc,
+// push_rows_rpc), its metrics and its bytes. Its error names the shard.
+absl::Status RowCall(Connections& conns, int shard, size_t channel, bool push,
+                     const grpc::ByteBuffer& request,
+                     grpc::ByteBuffer* response) {
   const ClientOptions& options = conns.options();
+  ServerConn& server = conns.server(shard);
+  grpc::ClientContext context;
   const absl::Time start = absl::Now();
-  const absl::Status status = CallShard(conns, options.rpc_timeout, shard,
-                                        push ? "push rows" : "pull rows", call);
+  context.set_deadline(absl::ToChronoTime(start + options.rpc_timeout));
+  conns.Authorize(&context);
+  absl::Notification done;
+  grpc::Status answer;
+  server.bulk_stubs[channel % server.bulk_stubs.size()]->UnaryCall(
+      &context, push ? kPushRowsMethod : kPullRowsMethod, grpc::StubOptions(),
+      &request, response, [&](grpc::Status s) {
+        answer = std::move(s);
+        done.Notify();
+      });
+  // The call always ends (its deadline at the latest), and only then are
+  // its buffers and context let go.
+  done.WaitForNotification();
   const absl::Time end = absl::Now();
-  const size_t sent = request.ByteSizeLong();
-  const size_t received = status.ok() ? response.ByteSizeLong() : 0;
+  const absl::Status status =
+      server.Annotate(push ? "push rows" : "pull rows", shard, answer);
+  const size_t sent = request.Length();
+  const size_t received = status.ok() ? response->Length() : 0;
   if (options.tracer != nullptr) {
     options.tracer->Record(push ? "push_rows_rpc" : "pull_rows_rpc", "client",
                            start, end, "shard", shard);
@@ -249,7 +269,7 @@ absl::Status Client::PullRows(absl::string_view table,
                        [&](int shard, size_t chunk) {
                          const auto [first, n] = chunks.Range(shard, chunk);
                          return PullRowsCall(
-                             shard, dim, table,
+                             shard, chunk, dim, table,
                              absl::MakeConstSpan(sharded.ids).subspan(first, n),
                              create, rows.data() + first * dim);
                        });
@@ -263,40 +283,59 @@ absl::Status Client::PullRows(absl::string_view table,
   return absl::OkStatus();
 }
 
-absl::Status Client::PullRowsCall(int shard, uint32_t dim,
+absl::Status Client::PullRowsCall(int shard, size_t channel, uint32_t dim,
                                   absl::string_view table,
                                   absl::Span<const uint64_t> ids, bool create,
                                   float* out) {
   const shardps::ValueEncoding encoding = options_.pull_encoding;
-  shardps::PullRowsRequest request;
-  request.set_job(options_.job);
-  request.set_table(std::string(table));
-  request.mutable_ids()->Add(ids.begin(), ids.end());
-  request.set_create(create);
-  request.set_encoding(encoding);
-  shardps::PullRowsResponse response;
-  if (absl::Status s = Retried(
-          "pull rows",
-          [&] {
-            return RowCall(*conns_, shard, /*push=*/false, request, response,
-                           [&](grpc::ClientContext* context,
-                               shardps::ParameterServer::Stub* stub) {
-                             return stub->PullRows(context, request, &response);
-                           });
-          });
+  shardps::PullRowsRequest pull;
+  pull.set_job(options_.job);
+  pull.set_table(std::string(table));
+  pull.mutable_ids()->Add(ids.begin(), ids.end());
+  pull.set_create(create);
+  pull.set_encoding(encoding);
+  const grpc::ByteBuffer request = SerializeSmallMessage(pull);
+  grpc::ByteBuffer response;
+  if (absl::Status s = Retried("pull rows",
+                               [&] {
+                                 return RowCall(*conns_, shard, channel,
+                                                /*push=*/false, request,
+                                                &response);
+                               });
       !s.ok()) {
     return s;
   }
-  const size_t n = ids.size();
-  if (response.encoding() != encoding ||
-      response.values().size() != EncodedBytes(encoding, n * dim)) {
+  // The rows are read where they arrived, the other fields parsed.
+  const size_t n = ids.size() * dim;
+  SplitMessage split;
+  shardps::PullRowsResponse reply;
+  size_t bytes = 0;
+  const bool parsed =
+      SplitBulkField(response, shardps::PullRowsResponse::kValuesFieldNumber,
+                     &split)
+          .ok() &&
+      reply.ParseFromString(split.rest);
+  for (absl::string_view piece : split.bulk) bytes += piece.size();
+  if (!parsed || reply.encoding() != encoding ||
+      bytes != EncodedBytes(encoding, n)) {
     return conns_->server(shard).Annotate(
         "pull rows", shard,
-        absl::DataLossError(
-            absl::StrCat("the answer holds ", response.values().size(),
-                         " bytes for ", n, " rows of dim ", dim)));
+        absl::DataLossError(absl::StrCat(
+            parsed ? "" : "a malformed answer: ", "the answer holds ", bytes,
+            " bytes for ", ids.size(), " rows of dim ", dim)));
   }
-  return DecodeValues(encoding, response.values().data(), n * dim, out);
+  if (encoding == shardps::FLOAT32) {
+    char* at = reinterpret_cast<char*>(out);
+    for (absl::string_view piece : split.bulk) {
+      std::memcpy(at, piece.data(), piece.size());
+      at += piece.size();
+    }
+    return absl::OkStatus();
+  }
+  PooledBuffer storage;
+  const absl::string_view in =
+      Contiguous(split.bulk, conns_->buffers(), &storage);
+  return DecodeValues(encoding, in.data(), n, out);
 }
 
 absl::Status Client::PushRows(absl::string_view table,
@@ -333,7 +372,7 @@ absl::Status Client::PushRows(absl::string_view table,
       chunks.count, options_.max_inflight_per_server,
       [&](int shard, size_t chunk) {
         const auto [first, n] = chunks.Range(shard, chunk);
-        return PushRowsCall(shard, dim, table,
+        return PushRowsCall(shard, chunk, dim, table,
                             absl::MakeConstSpan(sharded.ids).subspan(first, n),
                             summed.data() + first * dim,
                             static_cast<uint32_t>(chunk), tag);
@@ -342,7 +381,7 @@ absl::Status Client::PushRows(absl::string_view table,
   return pushed;
 }
 
-absl::Status Client::PushRowsCall(int shard, uint32_t dim,
+absl::Status Client::PushRowsCall(int shard, size_t channel, uint32_t dim,
                                   absl::string_view table,
                                   absl::Span<const uint64_t> ids,
                                   const float* grads, uint32_t piece,
@@ -353,35 +392,52 @@ absl::Status Client::PushRowsCall(int shard, uint32_t dim,
       options_.push_encoding == shardps::ONEBIT ? shardps::FLOAT32
                                                 : options_.push_encoding;
   const size_t n = ids.size() * dim;
-  shardps::PushRowsRequest request;
-  request.set_job(options_.job);
-  request.set_table(std::string(table));
-  request.mutable_ids()->Add(ids.begin(), ids.end());
-  std::string* bytes = request.mutable_gradients();
-  if (encoding == shardps::FLOAT32) {
-    bytes->assign(reinterpret_cast<const char*>(grads), n * sizeof(float));
-  } else {
-    bytes->resize(EncodedBytes(encoding, n));
-    if (encoding == shardps::FP16) {
-      EncodeFp16(grads, n, bytes->data());
-    } else {
-      EncodeBf16(grads, n, bytes->data());
-    }
+  const size_t value_bytes = EncodedBytes(encoding, n);
+  const size_t id_bytes = ids.size() * sizeof(uint64_t);
+  // The message as protobuf would write it but in one pooled buffer: the
+  // small fields and the gradients' tag in front of the gradients, the ids
+  // (a packed fixed64 field) after them; fields may come in any order.
+  const size_t ids_field =
+      1 + google::protobuf::io::CodedOutputStream::VarintSize64(id_bytes) +
+      id_bytes;
+  PooledBuffer buffer =
+      conns_->buffers().Acquire(kMaxWireHeaderBytes + value_bytes + ids_field);
+  char* values = buffer.data() + kMaxWireHeaderBytes;
+  switch (encoding) {
+    case shardps::FP16:
+      EncodeFp16(grads, n, values);
+      break;
+    case shardps::BF16:
+      EncodeBf16(grads, n, values);
+      break;
+    default:
+      std::memcpy(values, grads, value_bytes);
   }
-  request.set_encoding(encoding);
-  request.set_worker(options_.worker);
-  request.set_session(tag.session);
-  request.set_sequence(tag.sequence);
-  request.set_acked_below(tag.acked_below);
-  request.set_piece(piece);
-  if (tag.lr_scale != 1.0f) request.set_learning_rate_scale(tag.lr_scale);
-  shardps::PushRowsResponse response;
+  uint8_t* at = reinterpret_cast<uint8_t*>(values + value_bytes);
+  *at++ = (shardps::PushRowsRequest::kIdsFieldNumber << 3) | 2;
+  at = google::protobuf::io::CodedOutputStream::WriteVarint64ToArray(id_bytes,
+                                                                     at);
+  std::memcpy(at, ids.data(), id_bytes);
+  shardps::PushRowsRequest header;
+  header.set_job(options_.job);
+  header.set_table(std::string(table));
+  header.set_encoding(encoding);
+  header.set_worker(options_.worker);
+  header.set_session(tag.session);
+  header.set_sequence(tag.sequence);
+  header.set_acked_below(tag.acked_below);
+  header.set_piece(piece);
+  if (tag.lr_scale != 1.0f) header.set_learning_rate_scale(tag.lr_scale);
+  const size_t header_bytes =
+      WriteHeaderBefore(header, shardps::PushRowsRequest::kGradientsFieldNumber,
+                        value_bytes, values);
+  grpc::Slice slice =
+      std::move(buffer).ToSlice(kMaxWireHeaderBytes - header_bytes,
+                                header_bytes + value_bytes + ids_field);
+  const grpc::ByteBuffer request(&slice, 1);
+  grpc::ByteBuffer response;
   return Retried("push rows", [&] {
-    return RowCall(*conns_, shard, /*push=*/true, request, response,
-                   [&](grpc::ClientContext* context,
-                       shardps::ParameterServer::Stub* stub) {
-                     return stub->PushRows(context, request, &response);
-                   });
+    return RowCall(*conns_, shard, channel, /*push=*/true, request, &response);
   });
 }
 

@@ -241,10 +241,12 @@ class ParameterService final : public ParameterServiceBase {
                                       grpc::CallbackServerContext* context,
                                       const grpc::ByteBuffer* request,
                                       grpc::ByteBuffer* response);
-  // What PullRows and PushRows do once the call is admitted and parsed.
+  // What PullRows and PushRows do once the call is admitted and parsed
+  // (a push's gradients as the pieces they arrived in).
   absl::Status AnswerPullRows(const shardps::PullRowsRequest& pull,
                               grpc::ByteBuffer* response);
   absl::Status ApplyPushRows(const shardps::PushRowsRequest& push,
+                             absl::Span<const absl::string_view> gradients,
                              grpc::ByteBuffer* response);
   // Records the call and finishes it with `status`.
   grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* context,

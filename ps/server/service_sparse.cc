@@ -54,33 +54,38 @@ absl::Status ParameterService::AnswerPullRows(
   const uint32_t dim = (*table)->options().rows.dim;
   if (absl::Status s = CheckRowCount(pull.ids_size(), dim); !s.ok()) return s;
   const uint64_t n = uint64_t{static_cast<uint64_t>(pull.ids_size())} * dim;
-  shardps::PullRowsResponse reply;
-  reply.set_encoding(pull.encoding());
-  std::string* bytes = reply.mutable_values();
-  bytes->resize(EncodedBytes(pull.encoding(), n));
+  const size_t payload = EncodedBytes(pull.encoding(), n);
+  // As for dense pulls: the rows go once into a reused buffer that gRPC
+  // sends from, the message's other fields written just in front of them.
+  PooledBuffer buffer = pull_buffers_.Acquire(kMaxWireHeaderBytes + payload);
+  char* values = buffer.data() + kMaxWireHeaderBytes;
   if (pull.encoding() == shardps::FLOAT32) {
-    // The reply's own buffer (from operator new, so aligned for floats)
-    // takes the rows: no copy.
-    if (absl::Status s = (*table)->Pull(
-            pull.ids(), pull.create(), reinterpret_cast<float*>(bytes->data()));
+    if (absl::Status s = (*table)->Pull(pull.ids(), pull.create(),
+                                        reinterpret_cast<float*>(values));
         !s.ok()) {
       return s;
     }
   } else {
-    std::vector<float> values(n);
-    if (absl::Status s =
-            (*table)->Pull(pull.ids(), pull.create(), values.data());
+    PooledBuffer copy = scratch_buffers_.Acquire(n * sizeof(float));
+    float* floats = reinterpret_cast<float*>(copy.data());
+    if (absl::Status s = (*table)->Pull(pull.ids(), pull.create(), floats);
         !s.ok()) {
       return s;
     }
     if (pull.encoding() == shardps::FP16) {
-      EncodeFp16(values.data(), n, bytes->data());
+      EncodeFp16(floats, n, values);
     } else {
-      EncodeBf16(values.data(), n, bytes->data());
+      EncodeBf16(floats, n, values);
     }
   }
-  bytes_pulled_.fetch_add(bytes->size(), std::memory_order_relaxed);
-  *response = SerializeSmallMessage(reply);
+  shardps::PullRowsResponse header;
+  header.set_encoding(pull.encoding());
+  const size_t header_bytes = WriteHeaderBefore(
+      header, shardps::PullRowsResponse::kValuesFieldNumber, payload, values);
+  grpc::Slice slice = std::move(buffer).ToSlice(
+      kMaxWireHeaderBytes - header_bytes, header_bytes + payload);
+  *response = grpc::ByteBuffer(&slice, 1);
+  bytes_pulled_.fetch_add(payload, std::memory_order_relaxed);
   return absl::OkStatus();
 }
 
@@ -89,17 +94,33 @@ grpc::ServerUnaryReactor* ParameterService::PushRows(
     grpc::ByteBuffer* response) {
   const absl::Time start = absl::Now();
   shardps::PushRowsRequest push;
+  SplitMessage split;
   absl::Status status = Admit(*context);
-  if (status.ok()) status = ParseSmallMessage(*request, &push);
   if (status.ok()) {
-    status = MaybeDropReply(ApplyPushRows(push, response), "push");
+    // The gradients are read where they arrived; the other fields (the ids
+    // among them) are parsed.
+    status = SplitBulkField(
+        *request, shardps::PushRowsRequest::kGradientsFieldNumber, &split);
+    if (!status.ok()) {
+      status = absl::InvalidArgumentError(
+          absl::StrCat(push.GetTypeName(), ": ", status.message()));
+    } else if (!push.ParseFromString(split.rest)) {
+      status = absl::InvalidArgumentError(absl::StrCat(
+          "malformed ", push.GetTypeName(),
+          " (a field other than the gradients is not valid protobuf, or a "
+          "string field is not UTF-8)"));
+    }
+  }
+  if (status.ok()) {
+    status = MaybeDropReply(ApplyPushRows(push, split.bulk, response), "push");
   }
   return Finish(context, RpcMethod::kPushRows, start, request->Length(),
                 status.ok() ? response->Length() : 0, status);
 }
 
 absl::Status ParameterService::ApplyPushRows(
-    const shardps::PushRowsRequest& push, grpc::ByteBuffer* response) {
+    const shardps::PushRowsRequest& push,
+    absl::Span<const absl::string_view> gradients, grpc::ByteBuffer* response) {
   if (absl::Status s = CheckRowEncoding(push.encoding()); !s.ok()) return s;
   absl::StatusOr<SparseTable*> table =
       registry_.FindSparse(push.job(), push.table());
@@ -108,21 +129,25 @@ absl::Status ParameterService::ApplyPushRows(
   if (absl::Status s = CheckRowCount(push.ids_size(), dim); !s.ok()) return s;
   const uint64_t n = uint64_t{static_cast<uint64_t>(push.ids_size())} * dim;
   const size_t want = EncodedBytes(push.encoding(), n);
-  if (push.gradients().size() != want) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        push.ids_size(), " rows of dim ", dim, " need ", want,
-        " gradient bytes in this encoding, got ", push.gradients().size()));
+  size_t got = 0;
+  for (absl::string_view piece : gradients) got += piece.size();
+  if (got != want) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(push.ids_size(), " rows of dim ", dim, " need ", want,
+                     " gradient bytes in this encoding, got ", got));
   }
-  std::vector<float> decoded;
-  UnalignedFloats grads(push.gradients().data(), n);
+  PooledBuffer gathered, decoded;
+  const absl::string_view in =
+      Contiguous(gradients, scratch_buffers_, &gathered);
+  UnalignedFloats grads(in.data(), n);
   if (push.encoding() != shardps::FLOAT32) {
-    decoded.resize(n);
-    if (absl::Status s = DecodeValues(push.encoding(), push.gradients().data(),
-                                      n, decoded.data());
+    decoded = scratch_buffers_.Acquire(n * sizeof(float));
+    float* floats = reinterpret_cast<float*>(decoded.data());
+    if (absl::Status s = DecodeValues(push.encoding(), in.data(), n, floats);
         !s.ok()) {
       return s;
     }
-    grads = UnalignedFloats(decoded.data(), n);
+    grads = UnalignedFloats(floats, n);
   }
   SparsePush args;
   args.id =
@@ -135,7 +160,7 @@ absl::Status ParameterService::ApplyPushRows(
   absl::StatusOr<PushOutcome> outcome = (*table)->Push(args);
   if (!outcome.ok()) return outcome.status();
   if (!outcome->duplicate) {
-    bytes_pushed_.fetch_add(push.gradients().size(), std::memory_order_relaxed);
+    bytes_pushed_.fetch_add(got, std::memory_order_relaxed);
   }
   shardps::PushRowsResponse reply;
   reply.set_version(outcome->version);
