@@ -56,15 +56,19 @@ def write_table(path, points, args):
                 f"{args.id_space} ids, {args.workers} client thread(s); "
                 f"medians of {args.repeats} runs of {args.seconds} s\n\n")
         f.write("| S | sharding | push rows/s | pull rows/s | "
-                "per-server load (rows/s) | max/mean |\n")
-        f.write("|---|---|---|---|---|---|\n")
+                "per-server load (rows/s) | busiest server MB/s | "
+                "max/mean |\n")
+        f.write("|---|---|---|---|---|---|---|\n")
         for (servers, sharding), runs in sorted(points.items()):
             loads = [statistics.median(r["server_rows_per_s"][i] for r in runs)
                      for i in range(servers)]
+            busiest = statistics.median(max(r["server_bytes_per_s"])
+                                        for r in runs)
             f.write(f"| {servers} | {sharding} | "
                     f"{median_of(runs, 'push_rows_per_s'):,.0f} | "
                     f"{median_of(runs, 'pull_rows_per_s'):,.0f} | "
                     f"{' / '.join(f'{v:,.0f}' for v in loads)} | "
+                    f"{busiest / 1e6:,.1f} | "
                     f"{median_of(runs, 'load_max_over_mean'):.2f} |\n")
 
 
