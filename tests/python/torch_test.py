@@ -176,6 +176,70 @@ class FashionCnnExampleTest(unittest.TestCase):
                          [params, params])
 
 
+class EmbeddingBagTest(unittest.TestCase):
+    """shardps.torch.EmbeddingBag trains its rows on the servers exactly as
+    torch trains a local nn.EmbeddingBag with SGD: repeated ids summed,
+    bags summed, gradients pushed in backward."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.servers = Servers(2, "embjob")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.servers.close()
+
+    def test_rows_follow_local_sgd_exactly(self):
+        torch = require_torch(self)
+        import shardps.torch as st
+        c = shardps.Client(self.servers.addrs, job="embjob")
+        c.wait_ready()
+        emb = st.EmbeddingBag(c, "emb", dim=3, max_rows_per_shard=1000,
+                              optimizer={"name": "sgd",
+                                         "learning_rate": 0.5},
+                              init={"kind": "normal", "scale": 0.1,
+                                    "seed": 7})
+        self.assertEqual(list(emb.parameters()), [])  # rows live elsewhere
+        ids = torch.tensor([[3, 40, 3], [500, 40, 7]])  # 3 twice in a row
+        vocab = [3, 7, 40, 500]
+        start = torch.empty(4, 3)
+        c.pull_rows("emb", torch.tensor(vocab), start)
+        local = torch.nn.EmbeddingBag(4, 3, mode="sum")
+        with torch.no_grad():
+            local.weight.copy_(start)
+        index = {v: i for i, v in enumerate(vocab)}
+        local_ids = torch.tensor([[index[int(i)] for i in row]
+                                  for row in ids.reshape(-1, 1)])
+        opt = torch.optim.SGD(local.parameters(), lr=0.5)
+        head = torch.linspace(-1, 1, 9)
+        for _ in range(3):
+            loss = (emb(ids).flatten(1) ** 2 @ head).sum()
+            loss.backward()
+            opt.zero_grad()
+            ref = (local(local_ids).view(2, 9) ** 2 @ head).sum()
+            ref.backward()
+            opt.step()
+            self.assertAlmostEqual(loss.item(), ref.item(), places=5)
+        got = torch.empty(4, 3)
+        c.pull_rows("emb", torch.tensor(vocab), got, create=False)
+        self.assertTrue(torch.allclose(got, local.weight, atol=1e-6),
+                        (got, local.weight))
+        self.assertFalse(torch.allclose(got, start))  # it trained
+        # A bag per field is summed; another worker opens the table.
+        other = shardps.Client(self.servers.addrs, job="embjob", worker=1)
+        other.wait_ready()
+        same = st.EmbeddingBag(other, "emb", dim=3, create=False)
+        bags = same(torch.tensor([[[3, 7], [40, 500]]]))
+        self.assertTrue(torch.allclose(
+            bags[0], torch.stack([got[0] + got[1], got[2] + got[3]])))
+        with self.assertRaisesRegex(ValueError, "ids must be int64"):
+            same(torch.tensor([[1.0, 2.0]]))
+        with self.assertRaisesRegex(ValueError, "rows of 3 floats, not 4"):
+            st.EmbeddingBag(other, "emb", dim=4, create=False)
+        other.close()
+        c.close()
+
+
 class RankWorldTest(unittest.TestCase):
     """shardps.worker resolves rank and world as the C++ worker does."""
 

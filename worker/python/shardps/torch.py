@@ -23,6 +23,16 @@ gradients are sent from where backward put them, with no copies in Python.
 The consistency ("async", "sync", "ssp:K") and compression are the C++
 worker's; a sync or ssp step waits on the servers for the other workers.
 
+Embedding tables too large for a worker live in a sparse table instead
+(ps/README.md): shardps.torch.EmbeddingBag pulls the rows of a batch's ids
+in forward and pushes their gradients by id in backward, where the
+servers apply them with the table's own optimizer:
+
+    emb = shardps.torch.EmbeddingBag(client, "emb", dim=16,
+                                     max_rows_per_shard=10**7,
+                                     optimizer={"name": "adagrad", ...})
+    x = torch.cat([emb(ids).flatten(1), dense], 1)   # ids: [B, fields]
+
 Thread-safety: one optimizer is for one training loop's thread.
 """
 
@@ -32,7 +42,7 @@ import torch
 
 import shardps
 
-__all__ = ["DistributedOptimizer", "broadcast_parameters"]
+__all__ = ["DistributedOptimizer", "EmbeddingBag", "broadcast_parameters"]
 
 # The one-key table that says a broadcast is done takes no pushes; a table
 # needs a valid optimizer all the same.
@@ -170,3 +180,64 @@ def broadcast_parameters(optimizer, timeout_seconds=300.0):
         o.client.open_table(done, 1, timeout_seconds=timeout_seconds)
     o.pull()
     o.client.record_span("broadcast", start, time.time())
+
+
+class _PulledRows(torch.autograd.Function):
+    """Rows of `ids` pulled in forward; their gradients pushed by id in
+    backward (repeats summed by the client), nothing for the ids."""
+
+    @staticmethod
+    def forward(ctx, anchor, module, ids):
+        del anchor  # only there so that autograd calls backward
+        flat = ids.reshape(-1).contiguous()
+        rows = torch.empty(flat.numel(), module.dim, dtype=torch.float32)
+        module.client.pull_rows(module.table, flat, rows)
+        ctx.module, ctx.ids = module, flat
+        return rows.view(*ids.shape, module.dim)
+
+    @staticmethod
+    def backward(ctx, grad):
+        m = ctx.module
+        grads = grad.contiguous().view(-1, m.dim)
+        m.client.push_rows(m.table, ctx.ids, grads, m.lr_scale)
+        return None, None, None
+
+
+class EmbeddingBag(torch.nn.Module):
+    """torch.nn.EmbeddingBag(mode="sum") over a sparse table of `client`:
+    forward(ids) takes int64 ids [B, fields] (one id a field) or [B,
+    fields, bag] (a bag summed per field) and returns [B, fields, dim].
+    The rows are made on first touch from `init` and updated on the
+    servers by `optimizer` when backward pushes their gradients (so they
+    are not among the module's parameters). The worker that creates the
+    table passes create=True; the others open it."""
+
+    def __init__(self, client, table, dim, max_rows_per_shard=None,
+                 optimizer=None, init=None, sharding="hash", id_space=0,
+                 create=True):
+        super().__init__()
+        self.client, self.table, self.dim = client, table, dim
+        self.lr_scale = 1.0
+        if create:
+            if max_rows_per_shard is None:
+                raise ValueError("creating a sparse table needs "
+                                 "max_rows_per_shard")
+            client.create_row_table(table, dim, max_rows_per_shard,
+                                    optimizer=optimizer, init=init,
+                                    sharding=sharding, id_space=id_space)
+        else:
+            client.open_row_table(table)
+            if client.row_dim(table) != dim:
+                raise ValueError(f"table {table} has rows of "
+                                 f"{client.row_dim(table)} floats, not {dim}")
+        # Autograd calls a Function's backward only when one of its inputs
+        # requires grad: this zero-size one does.
+        self._anchor = torch.zeros(0, requires_grad=True)
+
+    def forward(self, ids):
+        if ids.dtype != torch.int64 or ids.dim() not in (2, 3):
+            raise ValueError("ids must be int64 [batch, fields] or [batch, "
+                             f"fields, bag], not {ids.dtype} "
+                             f"{list(ids.shape)}")
+        rows = _PulledRows.apply(self._anchor, self, ids)
+        return rows if ids.dim() == 2 else rows.sum(2)
