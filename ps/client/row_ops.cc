@@ -353,17 +353,26 @@ absl::Status Client::PushRows(absl::string_view table,
     return absl::InvalidArgumentError(absl::StrCat(
         "learning rate scale must be finite and >= 0, got ", lr_scale));
   }
-  // Repeated ids summed here, so each row travels once.
   const ShardedIds sharded = GroupByShard(ids, (*info)->partition);
-  std::vector<float> summed(sharded.ids.size() * dim, 0.0f);
-  for (size_t i = 0; i < ids.size(); ++i) {
-    float* sum = &summed[uint64_t{sharded.slot[i]} * dim];
-    for (uint32_t j = 0; j < dim; ++j) sum[j] += grads[i * dim + j];
-  }
-  if (!AllFinite(UnalignedFloats(summed.data(), summed.size()))) {
-    return absl::InvalidArgumentError(
-        "the summed gradients of a repeated id overflow to infinity: "
-        "nothing was sent");
+  // Rows in shard order: with repeats, summed here so that each row
+  // travels once; without, each call reads its rows from the caller's
+  // gradients at these positions (no copy of the whole push).
+  std::vector<float> summed;
+  std::vector<uint32_t> position;
+  if (sharded.ids.size() < ids.size()) {
+    summed.assign(sharded.ids.size() * dim, 0.0f);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      float* sum = &summed[uint64_t{sharded.slot[i]} * dim];
+      for (uint32_t j = 0; j < dim; ++j) sum[j] += grads[i * dim + j];
+    }
+    if (!AllFinite(UnalignedFloats(summed.data(), summed.size()))) {
+      return absl::InvalidArgumentError(
+          "the summed gradients of a repeated id overflow to infinity: "
+          "nothing was sent");
+    }
+  } else {
+    position.resize(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) position[sharded.slot[i]] = i;
   }
   const ChunkedIds chunks(sharded,
                           options_.push_chunk_bytes / (sizeof(float) * dim));
@@ -372,10 +381,12 @@ absl::Status Client::PushRows(absl::string_view table,
       chunks.count, options_.max_inflight_per_server,
       [&](int shard, size_t chunk) {
         const auto [first, n] = chunks.Range(shard, chunk);
+        const RowSource rows =
+            position.empty() ? RowSource{summed.data() + first * dim, nullptr}
+                             : RowSource{grads, position.data() + first};
         return PushRowsCall(shard, chunk, dim, table,
                             absl::MakeConstSpan(sharded.ids).subspan(first, n),
-                            summed.data() + first * dim,
-                            static_cast<uint32_t>(chunk), tag);
+                            rows, static_cast<uint32_t>(chunk), tag);
       });
   ClosePush(tag.sequence);
   return pushed;
@@ -384,7 +395,7 @@ absl::Status Client::PushRows(absl::string_view table,
 absl::Status Client::PushRowsCall(int shard, size_t channel, uint32_t dim,
                                   absl::string_view table,
                                   absl::Span<const uint64_t> ids,
-                                  const float* grads, uint32_t piece,
+                                  const RowSource& rows, uint32_t piece,
                                   const PushTag& tag) {
   // 1-bit SGD keeps per-key error state, which rows made on first touch do
   // not have: rows travel as float32 then.
@@ -403,15 +414,25 @@ absl::Status Client::PushRowsCall(int shard, size_t channel, uint32_t dim,
   PooledBuffer buffer =
       conns_->buffers().Acquire(kMaxWireHeaderBytes + value_bytes + ids_field);
   char* values = buffer.data() + kMaxWireHeaderBytes;
-  switch (encoding) {
-    case shardps::FP16:
-      EncodeFp16(grads, n, values);
-      break;
-    case shardps::BF16:
-      EncodeBf16(grads, n, values);
-      break;
-    default:
-      std::memcpy(values, grads, value_bytes);
+  // Row k of this call, encoded; contiguous rows in one go.
+  const size_t row_bytes = EncodedBytes(encoding, dim);
+  const size_t count = rows.position == nullptr ? 1 : ids.size();
+  const size_t floats = rows.position == nullptr ? n : dim;
+  for (size_t k = 0; k < count; ++k) {
+    const float* from = rows.position == nullptr
+                            ? rows.values
+                            : rows.values + uint64_t{rows.position[k]} * dim;
+    char* to = values + k * row_bytes;
+    switch (encoding) {
+      case shardps::FP16:
+        EncodeFp16(from, floats, to);
+        break;
+      case shardps::BF16:
+        EncodeBf16(from, floats, to);
+        break;
+      default:
+        std::memcpy(to, from, floats * sizeof(float));
+    }
   }
   uint8_t* at = reinterpret_cast<uint8_t*>(values + value_bytes);
   *at++ = (shardps::PushRowsRequest::kIdsFieldNumber << 3) | 2;
