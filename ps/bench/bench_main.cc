@@ -8,6 +8,7 @@
 #include "ps/base/program.h"
 #include "ps/bench/bench.h"
 #include "ps/client/server_addrs.h"
+#include "ps/wire/row_partition.h"
 #include "ps/wire/security_flags.h"
 #include "ps/wire/value_codec.h"
 
@@ -65,11 +66,12 @@ absl::Status SparseOptionsFromFlags(ps::SparseBenchOptions* o) {
   }
   o->enabled = mode == "sparse";
   const std::string sharding = absl::GetFlag(FLAGS_row_sharding);
-  if (sharding != "hash" && sharding != "range") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--row_sharding must be hash or range, not '", sharding, "'"));
+  absl::StatusOr<shardps::RowSharding> parsed = ps::ParseRowSharding(sharding);
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--row_sharding ", parsed.status().message()));
   }
-  o->sharding = sharding == "range" ? shardps::ROW_RANGE : shardps::ROW_HASH;
+  o->sharding = *parsed;
   if (absl::GetFlag(FLAGS_dim) < 1 || absl::GetFlag(FLAGS_ids_per_call) < 1 ||
       absl::GetFlag(FLAGS_id_space) < 2) {
     return absl::InvalidArgumentError(

@@ -15,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "ps/bench/timed_calls.h"
+#include "ps/wire/row_partition.h"
 #include "ps/wire/value_codec.h"
 
 namespace ps {
@@ -248,7 +249,7 @@ absl::Status RunSparseBench(const BenchOptions& options, int servers) {
                               dense->seconds;
   const double cost_vs_dense = push_rows_s > 0 ? dense_rows_s / push_rows_s : 0;
   const Load load = ServerLoad(*push, *pull, o.dim, (*clients)[0]->options());
-  const char* sharding = o.sharding == shardps::ROW_RANGE ? "range" : "hash";
+  const char* sharding = RowShardingName(o.sharding);
   if (options.json) {
     absl::PrintF(
         "{\"mode\":\"sparse\",\"servers\":%d,\"workers\":%d,\"sharding\":"

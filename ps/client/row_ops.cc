@@ -43,10 +43,6 @@ shardps::CreateTableRequest RowShardSpec(const RowTableOptions& t,
   return r;
 }
 
-RowSharding ShardingOf(shardps::RowSharding s) {
-  return s == shardps::ROW_RANGE ? RowSharding::kRange : RowSharding::kHash;
-}
-
 // A call's distinct ids grouped by shard: shard s's are ids[begin[s],
 // begin[s + 1]), and position i of the caller's ids holds ids[slot[i]].
 // Rows travel in this order, so each shard's calls read and write one
@@ -199,10 +195,9 @@ absl::Status Client::CreateRowTable(const RowTableOptions& table) {
     });
   });
   if (!created.ok()) return created;
-  AddRowTable(table.name,
-              std::make_unique<RowTableInfo>(RowTableInfo{
-                  table.dim, RowPartition(ShardingOf(table.sharding), n,
-                                          table.id_space)}));
+  AddRowTable(table.name, std::make_unique<RowTableInfo>(RowTableInfo{
+                              table.dim, RowPartition(FromWire(table.sharding),
+                                                      n, table.id_space)}));
   return absl::OkStatus();
 }
 
@@ -225,7 +220,7 @@ absl::Status Client::OpenRowTable(absl::string_view table) {
   AddRowTable(
       std::string(table),
       std::make_unique<RowTableInfo>(RowTableInfo{
-          first->dim(), RowPartition(ShardingOf(first->row_sharding()),
+          first->dim(), RowPartition(FromWire(first->row_sharding()),
                                      num_servers(), first->id_space())}));
   return absl::OkStatus();
 }

@@ -14,8 +14,7 @@ SparseTableOptions OptionsOf(const shardps::CreateTableRequest& spec) {
   o.rows.max_rows = spec.max_rows();
   o.rows.init = spec.init();
   o.rows.optimizer = spec.optimizer();
-  o.sharding = spec.row_sharding() == shardps::ROW_RANGE ? RowSharding::kRange
-                                                         : RowSharding::kHash;
+  o.sharding = FromWire(spec.row_sharding());
   o.num_shards = static_cast<int>(spec.num_shards());
   o.shard_index = static_cast<int>(spec.shard_index());
   o.id_space = spec.id_space();

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
+
 namespace ps {
 namespace {
 
@@ -13,6 +15,22 @@ int Scale(uint64_t x, int n) {
 }
 
 }  // namespace
+
+RowSharding FromWire(shardps::RowSharding sharding) {
+  return sharding == shardps::ROW_RANGE ? RowSharding::kRange
+                                        : RowSharding::kHash;
+}
+
+absl::StatusOr<shardps::RowSharding> ParseRowSharding(absl::string_view name) {
+  if (name == "hash") return shardps::ROW_HASH;
+  if (name == "range") return shardps::ROW_RANGE;
+  return absl::InvalidArgumentError(
+      absl::StrCat("must be hash or range, not '", name, "'"));
+}
+
+const char* RowShardingName(shardps::RowSharding sharding) {
+  return sharding == shardps::ROW_RANGE ? "range" : "hash";
+}
 
 RowPartition::RowPartition(RowSharding sharding, int num_shards,
                            uint64_t id_space)

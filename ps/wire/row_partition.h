@@ -13,11 +13,22 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "proto/shardps.pb.h"
 
 namespace ps {
 
 enum class RowSharding { kHash, kRange };
+
+// The wire's sharding (CreateTableRequest.row_sharding) as RowPartition's.
+RowSharding FromWire(shardps::RowSharding sharding);
+// A sharding by the name flags give it, "hash" or "range";
+// INVALID_ARGUMENT "must be hash or range, not 'NAME'" otherwise (callers
+// put the flag's name in front).
+absl::StatusOr<shardps::RowSharding> ParseRowSharding(absl::string_view name);
+const char* RowShardingName(shardps::RowSharding sharding);
 
 class RowPartition {
  public:

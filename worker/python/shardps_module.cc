@@ -26,6 +26,7 @@
 #include "ps/base/program.h"
 #include "ps/client/client.h"
 #include "ps/obs/trace.h"
+#include "ps/wire/row_partition.h"
 #include "ps/wire/value_codec.h"
 
 namespace py = pybind11;
@@ -319,9 +320,11 @@ class PyClient {
                       uint64_t max_rows_per_shard, const std::string& optimizer,
                       const std::string& init, const std::string& sharding,
                       uint64_t id_space) {
-    if (sharding != "hash" && sharding != "range") {
-      throw py::value_error(absl::StrCat(
-          "sharding must be 'hash' or 'range', not '", sharding, "'"));
+    absl::StatusOr<shardps::RowSharding> parsed =
+        ps::ParseRowSharding(sharding);
+    if (!parsed.ok()) {
+      throw py::value_error(
+          absl::StrCat("sharding ", parsed.status().message()));
     }
     ps::RowTableOptions t;
     t.name = name;
@@ -329,7 +332,7 @@ class PyClient {
     t.max_rows_per_shard = max_rows_per_shard;
     t.optimizer = FromJson<shardps::OptimizerConfig>(optimizer, "optimizer");
     t.init = FromJson<shardps::InitConfig>(init, "init");
-    t.sharding = sharding == "range" ? shardps::ROW_RANGE : shardps::ROW_HASH;
+    t.sharding = *parsed;
     t.id_space = id_space;
     ps::Client& client = Live();
     absl::Status s;

@@ -14,6 +14,7 @@
 #include "loader/loader.h"
 #include "model/dlrm.h"
 #include "ps/obs/progress_line.h"
+#include "ps/wire/row_partition.h"
 #include "worker/train/inputs.h"
 #include "worker/train/model_table.h"
 #include "worker/train/step_log.h"
@@ -53,9 +54,11 @@ absl::StatusOr<model::Dlrm> ModelFor(const TrainerOptions& o,
 absl::StatusOr<ps::RowTableOptions> RowsTable(
     const TrainerOptions& o, const model::Dlrm& dlrm,
     const shardps::DatasetManifest& m) {
-  if (o.row_sharding != "hash" && o.row_sharding != "range") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--row_sharding must be hash or range, not '", o.row_sharding, "'"));
+  absl::StatusOr<shardps::RowSharding> sharding =
+      ps::ParseRowSharding(o.row_sharding);
+  if (!sharding.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--row_sharding ", sharding.status().message()));
   }
   ps::RowTableOptions t;
   t.name = RowsTableName(o);
@@ -67,8 +70,7 @@ absl::StatusOr<ps::RowTableOptions> RowsTable(
   t.init.set_kind("normal");
   t.init.set_scale(kRowInitScale);
   t.init.set_seed(o.seed + kRowSeedOffset);
-  t.sharding =
-      o.row_sharding == "range" ? shardps::ROW_RANGE : shardps::ROW_HASH;
+  t.sharding = *sharding;
   t.id_space = m.categorical_ids();
   return t;
 }
