@@ -11,6 +11,7 @@
 #include "absl/time/clock.h"
 #include "ps/base/program.h"
 #include "ps/client/server_addrs.h"
+#include "ps/wire/row_partition.h"
 #include "ps/wire/security_flags.h"
 #include "worker/train/cluster_env.h"
 #include "worker/train/self_bench.h"
@@ -260,6 +261,11 @@ absl::StatusOr<worker::TrainerOptions> TrainerOptionsFromFlags(
   if (absl::Status s = TableFromFlags(rw.world, &to); !s.ok()) return s;
   to.model = absl::GetFlag(FLAGS_model);
   to.row_sharding = absl::GetFlag(FLAGS_row_sharding);
+  if (absl::Status s = ps::ParseRowSharding(to.row_sharding).status();
+      !s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--row_sharding ", s.message()));
+  }
   to.data = absl::GetFlag(FLAGS_data);
   to.loader = absl::GetFlag(FLAGS_loader);
   to.batch = absl::GetFlag(FLAGS_batch);
