@@ -10,11 +10,12 @@ Fashion-MNIST through the servers, and their training speed against PyTorch.
       the same spec, batch and one thread, alternating; medians and ratio.
   experiments/real_workloads.py step [--rounds 3] [--out DIR]
       One PushPull of 1M and of 10M floats (shardps-bench --spawn_servers=1
-      --workers=1) against PyTorch's RPC parameter-server step of the same
-      size (experiments/peers/torch_rpc_ps.py), alternating; medians.
+      --workers=1), through shared memory and over TCP, against PyTorch's
+      RPC parameter-server step of the same size
+      (experiments/peers/torch_rpc_ps.py), alternating; medians.
   experiments/real_workloads.py wire [--rounds 3] [--out DIR]
-      Push and pull of 1M and of 10M floats (shardps-bench --spawn_servers=1
-      --workers=1) against TCP itself, `iperf3 -P 2` on loopback (the two
+      Push and pull of 1M and of 10M floats over TCP (shardps-bench
+      --spawn_servers=1 --workers=1 --shared_memory=false) against TCP itself, `iperf3 -P 2` on loopback (the two
       connections the client opens), alternating; medians and ratios.
   experiments/real_workloads.py overlap [--rounds 1] [--out DIR]
       --overlap=layer against --overlap=none, alternating, for both models:
@@ -134,25 +135,35 @@ def speed(args):
 def step(args):
     peer = os.path.join(abkit.ROOT, "experiments", "peers", "torch_rpc_ps.py")
     rows, lines = [], [
-        f"One step of a worker against one server on loopback: a gradient of "
-        f"P floats in, the parameters back; p50 of {args.seconds:g} s of "
-        f"steps, median of {args.rounds} alternating rounds in one run.", "",
-        "| P | shardps PushPull ms | PyTorch RPC step ms | speed-up |",
-        "|---|---|---|---|"]
+        f"One step of a worker against one server on one host: a gradient "
+        f"of P floats in, the parameters back; p50 of {args.seconds:g} s of "
+        f"steps, median of {args.rounds} alternating rounds in one run. "
+        "shardps's values go through shared memory (its default on one "
+        "host, as TensorPipe's under PyTorch's RPC) or over loopback TCP "
+        "(`--shared_memory=false`, as between hosts).", "",
+        "| P | shardps PushPull ms (shared memory) | (TCP) "
+        "| PyTorch RPC step ms | speed-up (shared memory) | (TCP) |",
+        "|---|---|---|---|---|---|"]
     for params in (1000000, 10000000):
-        ours, theirs = [], []
+        shm, tcp, theirs = [], [], []
         for _ in range(args.rounds):
-            ours.append(bench(
-                [abkit.binary("shardps-bench"), "--spawn_servers=1",
-                 "--workers=1", f"--params={params}",
-                 f"--seconds={args.seconds}", "--json"], "push_pull_p50_ms"))
+            for out, memory in ((shm, "true"), (tcp, "false")):
+                out.append(bench(
+                    [abkit.binary("shardps-bench"), "--spawn_servers=1",
+                     "--workers=1", f"--params={params}",
+                     f"--shared_memory={memory}",
+                     f"--seconds={args.seconds}", "--json"],
+                    "push_pull_p50_ms"))
             theirs.append(bench(
                 ["/usr/bin/python3", peer, "--params", str(params),
                  "--seconds", str(args.seconds)], "step_p50_ms"))
-        a, b = statistics.median(ours), statistics.median(theirs)
-        rows += [[params, "shardps", x] for x in ours]
+        med = statistics.median
+        a, t, b = med(shm), med(tcp), med(theirs)
+        rows += [[params, "shardps_shm", x] for x in shm]
+        rows += [[params, "shardps_tcp", x] for x in tcp]
         rows += [[params, "torch_rpc", x] for x in theirs]
-        lines.append(f"| {params:,} | {a:.2f} | {b:.2f} | {b / a:.2f} |")
+        lines.append(f"| {params:,} | {a:.2f} | {t:.2f} | {b:.2f} "
+                     f"| {b / a:.2f} | {b / t:.2f} |")
     write(args.out, "step", ["params", "system", "step_p50_ms"], rows, lines)
 
 
@@ -186,31 +197,42 @@ def iperf3_mbps(seconds):
 def wire(args):
     rows, lines = [], [
         f"One client and one server on loopback: shardps-bench's push and "
-        f"pull of P floats (MB/s of {args.seconds:g} s of back-to-back "
-        f"calls) against `iperf3 -P 2` for as long, {args.rounds} "
-        "alternating rounds in one run; medians, and the median of each "
-        "round's ratio.", "",
-        "| P | TCP MB/s | push MB/s | pull MB/s | push/TCP | pull/TCP |",
-        "|---|---|---|---|---|---|"]
+        f"pull of P floats over TCP (`--shared_memory=false`; MB/s of "
+        f"{args.seconds:g} s of back-to-back calls) against `iperf3 -P 2` "
+        f"for as long, {args.rounds} alternating rounds in one run; "
+        "medians, and the median of each round's ratio. Last two columns: "
+        "the same calls through shared memory (the default on one host), "
+        "against the same TCP figure.", "",
+        "| P | TCP MB/s | push MB/s | pull MB/s | push/TCP | pull/TCP "
+        "| shared memory push/TCP | pull/TCP |",
+        "|---|---|---|---|---|---|---|---|"]
     for params in (1000000, 10000000):
-        tcp, push, pull = [], [], []
+        tcp, push, pull, shm_push, shm_pull = [], [], [], [], []
         for _ in range(args.rounds):
             tcp.append(iperf3_mbps(args.seconds))
-            line = bench([abkit.binary("shardps-bench"), "--spawn_servers=1",
-                          "--workers=1", f"--params={params}",
-                          f"--seconds={args.seconds}", "--json"], None)
-            push.append(line["push_MBps"])
-            pull.append(line["pull_MBps"])
+            for memory, pushes, pulls in (("false", push, pull),
+                                          ("true", shm_push, shm_pull)):
+                line = bench([abkit.binary("shardps-bench"),
+                              "--spawn_servers=1", "--workers=1",
+                              f"--params={params}",
+                              f"--shared_memory={memory}",
+                              f"--seconds={args.seconds}", "--json"], None)
+                pushes.append(line["push_MBps"])
+                pulls.append(line["pull_MBps"])
         for i in range(args.rounds):
-            rows.append([params, i, tcp[i], push[i], pull[i]])
+            rows.append([params, i, tcp[i], push[i], pull[i], shm_push[i],
+                         shm_pull[i]])
         med = statistics.median
+
+        def ratio(xs):
+            return med([x / t for x, t in zip(xs, tcp)])
         lines.append(
             f"| {params:,} | {med(tcp):.0f} | {med(push):.0f} "
-            f"| {med(pull):.0f} "
-            f"| {med([p / t for p, t in zip(push, tcp)]):.2f} "
-            f"| {med([p / t for p, t in zip(pull, tcp)]):.2f} |")
+            f"| {med(pull):.0f} | {ratio(push):.2f} | {ratio(pull):.2f} "
+            f"| {ratio(shm_push):.2f} | {ratio(shm_pull):.2f} |")
     write(args.out, "wire", ["params", "round", "tcp_MBps", "push_MBps",
-                             "pull_MBps"], rows, lines)
+                             "pull_MBps", "shm_push_MBps", "shm_pull_MBps"],
+          rows, lines)
 
 
 # Per model: batch, worker link, server link on the emulated cluster, and

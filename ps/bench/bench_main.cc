@@ -37,6 +37,9 @@ ABSL_FLAG(int, chunk_kb, 0,
           "--replicas > 1.");
 ABSL_FLAG(int, channels_per_server, 2, "TCP connections per server.");
 ABSL_FLAG(int, inflight, 4, "Chunk calls in flight per server.");
+ABSL_FLAG(bool, shared_memory, true,
+          "Float32 values to and from servers on this host go through shared "
+          "memory; false: always TCP (to measure the wire).");
 ABSL_FLAG(std::string, compression, "none",
           "Values on the wire: none, fp16, bf16 (pulls and pushes) or onebit "
           "(pushes; pulls float32).");
@@ -130,6 +133,7 @@ absl::StatusOr<ps::BenchOptions> BenchOptionsFromFlags() {
                          << 10;
   o.client.channels_per_server = absl::GetFlag(FLAGS_channels_per_server);
   o.client.max_inflight_per_server = absl::GetFlag(FLAGS_inflight);
+  o.client.shared_memory = absl::GetFlag(FLAGS_shared_memory);
   return o;
 }
 

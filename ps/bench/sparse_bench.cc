@@ -219,8 +219,11 @@ std::string Figures(const std::vector<double>& values) {
 absl::Status RunSparseBench(const BenchOptions& options, int servers) {
   if (absl::Status s = CheckSparseBenchOptions(options); !s.ok()) return s;
   const SparseBenchOptions& o = options.sparse;
-  absl::StatusOr<Clients> clients =
-      ConnectBenchClients(options, [&](Client& c) { return CreateRows(o, c); });
+  // Rows travel in messages; the dense push they are held against must too.
+  BenchOptions in_messages = options;
+  in_messages.client.shared_memory = false;
+  absl::StatusOr<Clients> clients = ConnectBenchClients(
+      in_messages, [&](Client& c) { return CreateRows(o, c); });
   if (!clients.ok()) return clients.status();
   std::vector<Batches> batches;
   double distinct = 0;

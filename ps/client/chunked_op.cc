@@ -35,7 +35,13 @@ std::vector<Chunk> ChunkedOp::Unfinished() {
   return out;
 }
 
+bool ChunkedOp::memory_lost() {
+  absl::MutexLock lock(&mu_);
+  return memory_lost_;
+}
+
 absl::Status ChunkedOp::Run() {
+  if (MayUseMemory()) context_.conns->PrepareMemory(chunks_);
   calls_.resize(chunks_.size());
   deadlines_.resize(chunks_.size());
   started_.resize(chunks_.size());
@@ -105,7 +111,12 @@ void ChunkedOp::Launch(size_t index) {
   Call& call = *calls_[index];
   call.context.set_deadline(absl::ToChronoTime(deadlines_[index]));
   context_.conns->Authorize(&call.context);
-  EncodeRequest(chunk, &call.request);
+  if (MayUseMemory()) {
+    if (MemorySlots* memory = context_.conns->Memory(chunk.shard)) {
+      call.slot = memory->Acquire(chunk.keys.size() * sizeof(float));
+    }
+  }
+  EncodeRequest(chunk, call.slot ? &*call.slot : nullptr, &call.request);
   // The callback owns a reference: a call outliving Run() keeps its
   // context alive. gRPC holds its own reference to the call while it runs
   // the callback, so the op (and its contexts) may be freed from there.
@@ -136,9 +147,15 @@ absl::Status ChunkedOp::Outcome(size_t index, const grpc::Status& status) {
   const ServerConn& server = context_.conns->server(chunk.shard);
   if (!status.ok())
     return server.Annotate(Describe(chunk), chunk.shard, status);
-  absl::Status taken = TakeReply(chunk, call.response);
+  absl::Status taken =
+      TakeReply(chunk, call.slot ? &*call.slot : nullptr, call.response);
   if (!taken.ok()) return server.Annotate(Describe(chunk), chunk.shard, taken);
   return absl::OkStatus();
+}
+
+void ChunkedOp::ReleaseSlot(size_t index, bool ok) {
+  const std::optional<MemorySlot>& slot = calls_[index]->slot;
+  if (slot.has_value()) slot->owner->Release(*slot, ok);
 }
 
 // Each call's context is destroyed here, in its own completion callback
@@ -160,11 +177,19 @@ void ChunkedOp::OnDone(size_t index, const grpc::Status& status) {
   if (abandoned) {
     // Run() has returned: the caller's buffers may be gone; the
     // connections wait for their abandoned calls before they close.
+    ReleaseSlot(index, false);
     calls_[index].reset();
     context_.conns->AbandonedDone();
     return;
   }
   const absl::Status result = Outcome(index, status);
+  const std::optional<MemorySlot>& slot = calls_[index]->slot;
+  const bool memory_lost =
+      slot.has_value() && status.error_code() == grpc::StatusCode::NOT_FOUND;
+  if (memory_lost) {
+    context_.conns->ForgetMemory(chunks_[index].shard, slot->owner);
+  }
+  ReleaseSlot(index, result.ok());
   calls_[index].reset();
   std::vector<size_t> launch;
   {
@@ -172,6 +197,7 @@ void ChunkedOp::OnDone(size_t index, const grpc::Status& status) {
     --inflight_;
     finished_[index] = true;
     succeeded_[index] = result.ok();
+    memory_lost_ = memory_lost_ || memory_lost;
     if (!result.ok() && error_.ok()) error_ = result;
     TakeLaunchesLocked(&launch);
   }

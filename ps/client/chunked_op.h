@@ -17,6 +17,7 @@
 #include <grpcpp/support/byte_buffer.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,13 +61,21 @@ class ChunkedOp : public std::enable_shared_from_this<ChunkedOp> {
   // After Run: the chunks that did not succeed (failed, or never launched
   // after a failure), in their order, for a retry to send again.
   std::vector<Chunk> Unfinished();
+  // After Run: whether a call failed because its server did not know its
+  // shared memory (see Connections::ForgetMemory); sending the unfinished
+  // chunks again at once is then worth it.
+  bool memory_lost();
 
  protected:
   virtual OpKind kind() const = 0;
-  // The request of `chunk`, into `request`.
-  virtual void EncodeRequest(const Chunk& chunk, grpc::ByteBuffer* request) = 0;
-  // Takes in a successful call's reply.
-  virtual absl::Status TakeReply(const Chunk& chunk,
+  // Whether the values may travel in shared memory (float32 both ways).
+  virtual bool MayUseMemory() const = 0;
+  // The request of `chunk`, into `request`; with a `slot`, its values go
+  // there (and the request names it) rather than into the message.
+  virtual void EncodeRequest(const Chunk& chunk, const MemorySlot* slot,
+                             grpc::ByteBuffer* request) = 0;
+  // Takes in a successful call's reply (and what the server left in `slot`).
+  virtual absl::Status TakeReply(const Chunk& chunk, const MemorySlot* slot,
                                  const grpc::ByteBuffer& reply) = 0;
 
   // The fields both requests share.
@@ -87,6 +96,7 @@ class ChunkedOp : public std::enable_shared_from_this<ChunkedOp> {
     grpc::ClientContext context;
     grpc::ByteBuffer request;
     grpc::ByteBuffer response;
+    std::optional<MemorySlot> slot;  // the call's shared memory, if any
   };
 
   bool FinishedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -95,6 +105,9 @@ class ChunkedOp : public std::enable_shared_from_this<ChunkedOp> {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string Describe(const Chunk& chunk) const;
   void Launch(size_t index);
+  // Gives call `index`'s slot back (reusable only after an OK call: a
+  // failed one may still be read or written by the server).
+  void ReleaseSlot(size_t index, bool ok);
   void OnDone(size_t index, const grpc::Status& status);
   // The outcome of a finished call, recorded in traces and metrics.
   absl::Status Outcome(size_t index, const grpc::Status& status);
@@ -112,6 +125,7 @@ class ChunkedOp : public std::enable_shared_from_this<ChunkedOp> {
   std::vector<bool> succeeded_ ABSL_GUARDED_BY(mu_);
   absl::Time latest_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   bool abandoned_ ABSL_GUARDED_BY(mu_) = false;
+  bool memory_lost_ ABSL_GUARDED_BY(mu_) = false;
   // OnDone calls between their abandoned_ check and their last launch.
   int callbacks_busy_ ABSL_GUARDED_BY(mu_) = 0;
 };

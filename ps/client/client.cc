@@ -173,6 +173,12 @@ std::vector<std::string> Client::ServerAddresses() const {
 
 uint64_t Client::push_bytes() const { return conns_->push_bytes(); }
 uint64_t Client::pull_bytes() const { return conns_->pull_bytes(); }
+uint64_t Client::memory_push_bytes() const {
+  return conns_->memory_push_bytes();
+}
+uint64_t Client::memory_pull_bytes() const {
+  return conns_->memory_pull_bytes();
+}
 
 absl::Status Client::Retried(absl::string_view what,
                              absl::FunctionRef<absl::Status()> call) {
@@ -298,11 +304,17 @@ absl::Status Client::RunRetried(
     absl::string_view what, std::vector<Chunk> chunks,
     absl::FunctionRef<std::shared_ptr<ChunkedOp>(std::vector<Chunk>)> make) {
   if (chunks.empty()) return absl::OkStatus();
-  // A retry sends only the chunks that have not succeeded yet.
+  // A retry sends only the chunks that have not succeeded yet. A server
+  // that lost the op's shared memory gets them again at once (through a new
+  // segment), once; then the error stands.
   return Retried(what, [&] {
-    std::shared_ptr<ChunkedOp> op = make(std::move(chunks));
-    absl::Status s = op->Run();
-    chunks = op->Unfinished();
+    absl::Status s;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      std::shared_ptr<ChunkedOp> op = make(std::move(chunks));
+      s = op->Run();
+      chunks = op->Unfinished();
+      if (s.ok() || !op->memory_lost()) break;
+    }
     return s;
   });
 }

@@ -103,6 +103,13 @@ struct ClientOptions {
   absl::Duration retry_give_up = absl::ZeroDuration();
   // Retries are logged here; null: stderr. Must outlive the client.
   LogSink* log = nullptr;
+  // A server on this host gets float32 values of Pull, Push and PushPull
+  // through shared memory (/dev/shm) instead of TCP; elsewhere (the server
+  // refuses: another host or container, replication, --shared_memory=false
+  // on it) they go over TCP as always. Compressed values always go over
+  // TCP. The gRPC calls, deadlines, retries and exactly-once rules are
+  // the same either way.
+  bool shared_memory = true;
 };
 
 struct TableOptions {
@@ -207,6 +214,13 @@ class Client {
   // included).
   uint64_t push_bytes() const;
   uint64_t pull_bytes() const;
+  // Bytes of values that went through shared memory instead: pushed
+  // (gradients), pulled (values), and both.
+  uint64_t memory_push_bytes() const;
+  uint64_t memory_pull_bytes() const;
+  uint64_t memory_bytes() const {
+    return memory_push_bytes() + memory_pull_bytes();
+  }
 
   // Sparse tables (ps/client/row_ops.cc). CreateRowTable creates the table
   // on every server (or finds the identical one); OpenRowTable learns one

@@ -15,6 +15,11 @@
 namespace ps {
 namespace {
 
+// How long the first call to a server waits for its shared memory answer.
+constexpr absl::Duration kAttachTimeout = absl::Seconds(2);
+// The most shared memory a client maps per server.
+constexpr size_t kMaxMemoryBytes = 64 << 20;
+
 grpc::ChannelArguments ChannelArgs(const ClientOptions& o) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(o.max_message_bytes);
@@ -110,6 +115,56 @@ ServerConn* Connections::ConnTo(const std::string& address) {
     conn->stub = shardps::ParameterServer::NewStub(conn->channels[0]);
   }
   return conn.get();
+}
+
+void Connections::PrepareMemory(absl::Span<const Chunk> chunks) {
+  if (!options_.shared_memory) return;
+  std::vector<bool> prepared(num_shards_, false);
+  for (const Chunk& chunk : chunks) {
+    if (prepared[chunk.shard]) continue;
+    prepared[chunk.shard] = true;
+    PrepareMemory(chunk.shard);
+  }
+}
+
+void Connections::PrepareMemory(int s) {
+  if (!options_.shared_memory) return;
+  ServerConn& conn = server(s);
+  if (conn.memory_settled.load(std::memory_order_acquire)) return;
+  absl::MutexLock lock(&conn.memory_mu);
+  if (conn.memory_settled.load(std::memory_order_relaxed)) return;
+  // Slots for every call in flight, twice over for ops of other threads,
+  // within kMaxMemoryBytes per server (huge chunks go over TCP).
+  const size_t slot_bytes =
+      std::max(options_.chunk_bytes, options_.push_chunk_bytes);
+  const size_t slots = std::min<size_t>(2 * options_.max_inflight_per_server,
+                                        kMaxMemoryBytes / slot_bytes);
+  absl::StatusOr<std::unique_ptr<MemorySlots>> memory =
+      slots == 0 ? absl::FailedPreconditionError("chunks too large")
+                 : MemorySlots::Attach(
+                       *conn.stub, *this, slot_bytes, static_cast<int>(slots),
+                       std::min(options_.rpc_timeout, kAttachTimeout));
+  if (memory.ok()) {
+    conn.memories.push_back(*std::move(memory));
+    conn.memory.store(conn.memories.back().get(), std::memory_order_release);
+  } else if (absl::IsUnavailable(memory.status()) ||
+             absl::IsDeadlineExceeded(memory.status())) {
+    return;  // no answer: ask again with the next call
+  }
+  conn.memory_settled.store(true, std::memory_order_release);
+}
+
+MemorySlots* Connections::Memory(int s) {
+  return server(s).memory.load(std::memory_order_acquire);
+}
+
+void Connections::ForgetMemory(int s, MemorySlots* lost) {
+  ServerConn& conn = server(s);
+  absl::MutexLock lock(&conn.memory_mu);
+  MemorySlots* expected = lost;
+  if (conn.memory.compare_exchange_strong(expected, nullptr)) {
+    conn.memory_settled.store(false, std::memory_order_release);
+  }
 }
 
 void Connections::Apply(const JobLayout& layout) {

@@ -28,6 +28,8 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "proto/shardps.grpc.pb.h"
+#include "ps/client/chunk_plan.h"
+#include "ps/client/memory_slots.h"
 #include "ps/coord/etcd_client.h"
 #include "ps/coord/membership.h"
 #include "ps/wire/buffer_pool.h"
@@ -43,6 +45,16 @@ struct ServerConn {
   std::vector<std::shared_ptr<grpc::Channel>> channels;
   std::vector<std::unique_ptr<grpc::GenericStub>> bulk_stubs;  // per channel
   std::unique_ptr<shardps::ParameterServer::Stub> stub;        // on channels[0]
+
+  // Shared memory with this server when it is on this host (see
+  // Connections::PrepareMemory); after stub, so it detaches first. Every
+  // segment attached stays until the connection goes (calls may hold its
+  // slots); `memory` is the one in use.
+  absl::Mutex memory_mu;
+  std::vector<std::unique_ptr<MemorySlots>> memories ABSL_GUARDED_BY(memory_mu);
+  std::atomic<MemorySlots*> memory{nullptr};
+  // Set once the attempt has its answer (memory may still be null).
+  std::atomic<bool> memory_settled{false};
 
   // `status` with its message prefixed by what failed and where.
   absl::Status Annotate(absl::string_view what, int shard,
@@ -75,6 +87,28 @@ class Connections {
 
   // Adds what every call carries (the job's token) to `context`.
   void Authorize(grpc::ClientContext* context) const;
+
+  // Attaches shared memory to shard s's server on the first call (when the
+  // options allow it): from the calling thread, which may wait for the
+  // server's answer, before an op's chunks are launched. A server that
+  // refuses is not asked again; one that cannot be reached is, next time.
+  void PrepareMemory(int s);
+  // PrepareMemory for every server `chunks` go to.
+  void PrepareMemory(absl::Span<const Chunk> chunks);
+  // Shard s's server's shared memory once attached, else null; never waits.
+  MemorySlots* Memory(int s);
+  // A call in `lost` was refused NOT_FOUND: the server no longer knows the
+  // segment (it restarted), or the table. The next call attaches anew.
+  void ForgetMemory(int s, MemorySlots* lost);
+  // Values that went through shared memory, each way.
+  void CountMemoryPushBytes(uint64_t n) {
+    memory_push_bytes_.fetch_add(n, std::memory_order_relaxed);
+  }
+  void CountMemoryPullBytes(uint64_t n) {
+    memory_pull_bytes_.fetch_add(n, std::memory_order_relaxed);
+  }
+  uint64_t memory_push_bytes() const { return memory_push_bytes_.load(); }
+  uint64_t memory_pull_bytes() const { return memory_pull_bytes_.load(); }
 
   // Buffers for encoding requests and decoding replies, reused across calls.
   BufferPool& buffers() { return buffers_; }
@@ -124,6 +158,8 @@ class Connections {
   BufferPool buffers_;
   std::atomic<uint64_t> push_bytes_{0};
   std::atomic<uint64_t> pull_bytes_{0};
+  std::atomic<uint64_t> memory_push_bytes_{0};
+  std::atomic<uint64_t> memory_pull_bytes_{0};
   absl::Mutex abandoned_mu_;
   int abandoned_ ABSL_GUARDED_BY(abandoned_mu_) = 0;
 };

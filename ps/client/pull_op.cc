@@ -15,17 +15,46 @@ constexpr int kPullValuesField = shardps::PullResponse::kValuesFieldNumber;
 
 }  // namespace
 
-void PullOp::EncodeRequest(const Chunk& chunk, grpc::ByteBuffer* request) {
+bool PullOp::MayUseMemory() const {
+  return context_.conns->options().pull_encoding == shardps::FLOAT32;
+}
+
+void PullOp::EncodeRequest(const Chunk& chunk, const MemorySlot* slot,
+                           grpc::ByteBuffer* request) {
   shardps::PullRequest pull;
   FillHeader(chunk, &pull);
   pull.set_encoding(context_.conns->options().pull_encoding);
+  if (slot != nullptr) *pull.mutable_memory() = slot->slice;
   *request = SerializeSmallMessage(pull);
 }
 
-absl::Status PullOp::TakeReply(const Chunk& chunk,
+absl::Status PullOp::TakeReply(const Chunk& chunk, const MemorySlot* slot,
                                const grpc::ByteBuffer& reply) {
+  float* out = out_ + (chunk.keys.begin - context_.base_key);
+  if (slot != nullptr) {
+    return TakeValuesFromMemory(reply, kPullValuesField, *slot,
+                                chunk.keys.size(), *context_.conns, out);
+  }
   return TakeValues(reply, kPullValuesField, chunk.keys.size(), *context_.conns,
-                    out_ + (chunk.keys.begin - context_.base_key));
+                    out);
+}
+
+absl::Status TakeValuesFromMemory(const grpc::ByteBuffer& reply,
+                                  int values_field, const MemorySlot& slot,
+                                  size_t n, Connections& conns, float* out) {
+  conns.CountPullBytes(reply.Length());
+  SplitMessage split;
+  if (absl::Status s = SplitBulkField(reply, values_field, &split); !s.ok()) {
+    return s;
+  }
+  if (!split.bulk.empty()) {
+    return absl::DataLossError(
+        "server sent values in its reply to a call whose values go through "
+        "shared memory");
+  }
+  std::memcpy(out, slot.data, n * sizeof(float));
+  conns.CountMemoryPullBytes(n * sizeof(float));
+  return absl::OkStatus();
 }
 
 absl::Status TakeValues(const grpc::ByteBuffer& reply, int values_field,

@@ -20,8 +20,10 @@ class PullOp final : public ChunkedOp {
 
  private:
   OpKind kind() const override { return OpKind::kPull; }
-  void EncodeRequest(const Chunk& chunk, grpc::ByteBuffer* request) override;
-  absl::Status TakeReply(const Chunk& chunk,
+  bool MayUseMemory() const override;
+  void EncodeRequest(const Chunk& chunk, const MemorySlot* slot,
+                     grpc::ByteBuffer* request) override;
+  absl::Status TakeReply(const Chunk& chunk, const MemorySlot* slot,
                          const grpc::ByteBuffer& reply) override;
 
   float* const out_;
@@ -32,6 +34,10 @@ class PullOp final : public ChunkedOp {
 // reply holds another number of bytes.
 absl::Status TakeValues(const grpc::ByteBuffer& reply, int values_field,
                         size_t n, Connections& conns, float* out);
+// The same for a reply whose `n` values the server wrote into `slot`.
+absl::Status TakeValuesFromMemory(const grpc::ByteBuffer& reply,
+                                  int values_field, const MemorySlot& slot,
+                                  size_t n, Connections& conns, float* out);
 
 }  // namespace ps
 

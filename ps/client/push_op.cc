@@ -27,19 +27,49 @@ void PushOp::FillPushHeader(const Chunk& chunk, Request* header) const {
   header->set_encoding(context_.conns->options().push_encoding);
 }
 
-absl::Status PushOp::TakeReply(const Chunk& chunk,
+bool PushOp::MayUseMemory() const {
+  return PushMayUseMemory(context_.conns->options(), assign_, out_ != nullptr);
+}
+
+absl::Status PushOp::TakeReply(const Chunk& chunk, const MemorySlot* slot,
                                const grpc::ByteBuffer& reply) {
   if (out_ == nullptr) return absl::OkStatus();
+  float* out = out_ + (chunk.keys.begin - context_.base_key);
+  if (slot != nullptr) {
+    return TakeValuesFromMemory(reply, kPushPullValuesField, *slot,
+                                chunk.keys.size(), *context_.conns, out);
+  }
   return TakeValues(reply, kPushPullValuesField, chunk.keys.size(),
-                    *context_.conns,
-                    out_ + (chunk.keys.begin - context_.base_key));
+                    *context_.conns, out);
+}
+
+void PushOp::EncodeInMemory(const Chunk& chunk, const MemorySlot& slot,
+                            grpc::ByteBuffer* request) {
+  const size_t bytes = chunk.keys.size() * sizeof(float);
+  std::memcpy(slot.data, grad_ + (chunk.keys.begin - context_.base_key), bytes);
+  context_.conns->CountMemoryPushBytes(bytes);
+  if (out_ == nullptr) {
+    shardps::PushRequest push;
+    FillPushHeader(chunk, &push);
+    *push.mutable_memory() = slot.slice;
+    *request = SerializeSmallMessage(push);
+  } else {
+    shardps::PushPullRequest push;
+    FillPushHeader(chunk, &push);
+    push.set_pull_encoding(shardps::FLOAT32);
+    *push.mutable_memory() = slot.slice;
+    *request = SerializeSmallMessage(push);
+  }
+  context_.conns->CountPushBytes(request->Length());
 }
 
 // The gradient is copied once, into a reused buffer that gRPC sends from and
 // releases whenever it is done with it. Sending the caller's memory in
 // place would tie its lifetime to the connection: a call that times out
 // against a hung server leaves its bytes queued on the socket.
-void PushOp::EncodeRequest(const Chunk& chunk, grpc::ByteBuffer* request) {
+void PushOp::EncodeRequest(const Chunk& chunk, const MemorySlot* slot,
+                           grpc::ByteBuffer* request) {
+  if (slot != nullptr) return EncodeInMemory(chunk, *slot, request);
   const shardps::ValueEncoding encoding =
       assign_ ? shardps::FLOAT32 : context_.conns->options().push_encoding;
   const size_t n = chunk.keys.size();

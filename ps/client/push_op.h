@@ -51,9 +51,14 @@ class PushOp final : public ChunkedOp {
            : out_ == nullptr ? OpKind::kPush
                              : OpKind::kPushPull;
   }
-  void EncodeRequest(const Chunk& chunk, grpc::ByteBuffer* request) override;
-  absl::Status TakeReply(const Chunk& chunk,
+  bool MayUseMemory() const override;
+  void EncodeRequest(const Chunk& chunk, const MemorySlot* slot,
+                     grpc::ByteBuffer* request) override;
+  absl::Status TakeReply(const Chunk& chunk, const MemorySlot* slot,
                          const grpc::ByteBuffer& reply) override;
+  // EncodeRequest of a chunk whose gradient goes into `slot`.
+  void EncodeInMemory(const Chunk& chunk, const MemorySlot& slot,
+                      grpc::ByteBuffer* request);
   // The request's fields but the gradient, into `header`.
   template <typename Request>
   void FillPushHeader(const Chunk& chunk, Request* header) const;

@@ -27,6 +27,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   service.auth_token = options.auth_token;
   service.limits = options.limits;
   service.drop_reply_fraction = options.drop_reply_fraction;
+  service.shared_memory = options.shared_memory;
   service.tracer = options.tracer;
   if (options.metrics_port >= 0) {
     absl::StatusOr<std::unique_ptr<MetricsEndpoint>> endpoint =

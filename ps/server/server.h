@@ -47,6 +47,8 @@ struct ServerOptions {
   CheckpointOptions checkpoint;
   // FAULT INJECTION for tests (ServiceOptions::drop_reply_fraction).
   double drop_reply_fraction = 0;
+  // Same-host clients may attach shared memory (ServiceOptions).
+  bool shared_memory = true;
   // Spans of request handling go here (ps/obs/trace.h); null: none. Must
   // outlive the server.
   Tracer* tracer = nullptr;

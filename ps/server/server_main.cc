@@ -21,6 +21,9 @@ ABSL_FLAG(std::string, job, "default",
 ABSL_FLAG(int, max_message_mb, 256,
           "Largest gRPC message accepted or sent, in MiB; the workers' "
           "chunk size must fit.");
+ABSL_FLAG(bool, shared_memory, true,
+          "Let clients on this host send and receive float32 values through "
+          "shared memory (/dev/shm) instead of TCP.");
 ABSL_FLAG(bool, allow_insecure, false,
           "Serve a non-loopback --host with neither TLS nor a token (only on "
           "a network where everyone who can reach the port may read and "
@@ -135,6 +138,7 @@ absl::Status ReadStateFlags(ps::ServerOptions* o) {
   o->checkpoint.dir = absl::GetFlag(FLAGS_checkpoint_dir);
   o->checkpoint.every = absl::Seconds(every);
   o->drop_reply_fraction = drops;
+  o->shared_memory = absl::GetFlag(FLAGS_shared_memory);
   return absl::OkStatus();
 }
 

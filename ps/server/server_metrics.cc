@@ -27,6 +27,10 @@ const char* RpcMethodName(RpcMethod method) {
       return "PullRows";
     case RpcMethod::kPushRows:
       return "PushRows";
+    case RpcMethod::kAttachMemory:
+      return "AttachMemory";
+    case RpcMethod::kDetachMemory:
+      return "DetachMemory";
   }
   return "unknown";
 }

@@ -49,9 +49,11 @@ enum class RpcMethod {
   kPushPull,
   kAssign,
   kPullRows,
-  kPushRows
+  kPushRows,
+  kAttachMemory,
+  kDetachMemory
 };
-inline constexpr int kNumRpcMethods = 8;
+inline constexpr int kNumRpcMethods = 10;
 const char* RpcMethodName(RpcMethod method);
 
 class ServerMetrics {

@@ -176,7 +176,11 @@ void ParameterService::FillStats(shardps::StatsResponse* response) {
     out->set_seconds(m.nanos.load() * 1e-9);
     out->set_bytes_received(m.bytes_received.load());
     out->set_bytes_sent(m.bytes_sent.load());
-    errors += out->errors();
+    // A refused AttachMemory is how a client learns that it is on another
+    // host: the negotiation, not a bad request.
+    if (i != static_cast<int>(RpcMethod::kAttachMemory)) {
+      errors += out->errors();
+    }
   }
   response->set_pull_requests(
       response->methods(static_cast<int>(RpcMethod::kPull)).requests());
@@ -188,6 +192,8 @@ void ParameterService::FillStats(shardps::StatsResponse* response) {
   response->set_uptime_seconds(absl::ToDoubleSeconds(absl::Now() - started_));
   response->set_protocol_version(kProtocolVersion);
   response->set_build_version(std::string(BuildVersion()));
+  response->set_memory_segments(segments_.size());
+  response->set_memory_bytes(memory_bytes_.load());
   if (replicator_ != nullptr) {
     response->set_role(replicator_->role());
     response->set_epoch(replicator_->epoch());
@@ -332,8 +338,15 @@ absl::StatusOr<ParameterService::ParsedPull> ParameterService::ParsePull(
   const KeyRange keys{pull.begin(), pull.end()};
   if (absl::Status s = (*table)->CheckKeys(keys); !s.ok()) return s;
   if (absl::Status s = CheckPullEncoding(pull.encoding()); !s.ok()) return s;
-  return ParsedPull{*table,        keys,         pull.encoding(),
+  ParsedPull parsed{*table,        keys,         pull.encoding(),
                     pull.worker(), pull.clock(), std::nullopt};
+  if (pull.has_memory()) {
+    absl::StatusOr<MemoryView> memory =
+        FindMemory(pull.memory(), pull.encoding(), keys, 0);
+    if (!memory.ok()) return memory.status();
+    parsed.memory = *std::move(memory);
+  }
+  return parsed;
 }
 
 absl::Status ParameterService::AnswerPull(const ParsedPull& pull,
@@ -374,6 +387,7 @@ absl::Status ParameterService::CopyPull(const ParsedPull& pull,
   const KeyRange keys = pull.keys;
   const shardps::ValueEncoding encoding = pull.encoding;
   const size_t n = keys.size();
+  if (pull.memory.has_value()) return CopyPullToMemory(pull, response);
   const size_t payload = EncodedBytes(encoding, n);
   // Values are copied once, from the store straight into a reused buffer that
   // gRPC sends from, with the message header written just in front of them.

@@ -33,6 +33,7 @@
 #include "proto/shardps.grpc.pb.h"
 #include "ps/obs/trace.h"
 #include "ps/server/checkpointer.h"
+#include "ps/server/mapped_segments.h"
 #include "ps/server/replicator.h"
 #include "ps/server/server_metrics.h"
 #include "ps/server/waiting_pull_reactor.h"
@@ -43,19 +44,21 @@
 namespace ps {
 
 using ParameterServiceBase =
-    shardps::ParameterServer::WithRawCallbackMethod_PullRows<
-        shardps::ParameterServer::WithRawCallbackMethod_PushRows<
-            shardps::ParameterServer::WithRawCallbackMethod_Assign<
-                shardps::ParameterServer::WithRawCallbackMethod_Pull<
-                    shardps::ParameterServer::WithRawCallbackMethod_Push<
-                        shardps::ParameterServer::
-                            WithRawCallbackMethod_PushPull<
+    shardps::ParameterServer::WithRawCallbackMethod_AttachMemory<
+        shardps::ParameterServer::WithRawCallbackMethod_DetachMemory<
+            shardps::ParameterServer::WithRawCallbackMethod_PullRows<
+                shardps::ParameterServer::WithRawCallbackMethod_PushRows<
+                    shardps::ParameterServer::WithRawCallbackMethod_Assign<
+                        shardps::ParameterServer::WithRawCallbackMethod_Pull<
+                            shardps::ParameterServer::WithRawCallbackMethod_Push<
                                 shardps::ParameterServer::
-                                    WithRawCallbackMethod_CreateTable<
+                                    WithRawCallbackMethod_PushPull<
                                         shardps::ParameterServer::
-                                            WithRawCallbackMethod_Stats<
+                                            WithRawCallbackMethod_CreateTable<
                                                 shardps::ParameterServer::
-                                                    Service>>>>>>>>;
+                                                    WithRawCallbackMethod_Stats<
+                                                        shardps::ParameterServer::
+                                                            Service>>>>>>>>>>;
 
 struct ServiceOptions {
   std::string job = "default";
@@ -74,6 +77,10 @@ struct ServiceOptions {
   // Every answered call is counted here (ps/server/server_metrics.h); null:
   // none.
   ServerMetrics* metrics = nullptr;
+  // Whether same-host clients may attach shared memory (AttachMemory), and
+  // how much.
+  bool shared_memory = true;
+  MappedSegmentLimits memory_limits;
 };
 
 class ParameterService final : public ParameterServiceBase {
@@ -83,7 +90,9 @@ class ParameterService final : public ParameterServiceBase {
         auth_token_(std::move(options.auth_token)),
         drop_reply_fraction_(options.drop_reply_fraction),
         tracer_(options.tracer),
-        metrics_(options.metrics) {}
+        metrics_(options.metrics),
+        shared_memory_(options.shared_memory),
+        segments_(options.memory_limits) {}
 
   TableRegistry& registry() { return registry_; }
   // From now on every call is answered UNAVAILABLE ("shutting down"), which
@@ -129,6 +138,13 @@ class ParameterService final : public ParameterServiceBase {
   grpc::ServerUnaryReactor* PushRows(grpc::CallbackServerContext* context,
                                      const grpc::ByteBuffer* request,
                                      grpc::ByteBuffer* response) override;
+  // Same-host shared memory (ps/server/service_memory.cc).
+  grpc::ServerUnaryReactor* AttachMemory(grpc::CallbackServerContext* context,
+                                         const grpc::ByteBuffer* request,
+                                         grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* DetachMemory(grpc::CallbackServerContext* context,
+                                         const grpc::ByteBuffer* request,
+                                         grpc::ByteBuffer* response) override;
 
   // What Pull and Push do with an encoded request once the call is admitted
   // (the fuzz target in tests/fuzz drives these directly). HandlePull calls
@@ -171,10 +187,21 @@ class ParameterService final : public ParameterServiceBase {
     uint32_t worker;
     uint64_t clock;
     std::optional<PushOutcome> pushed;
+    // Set: the values go into the client's shared memory, not the reply.
+    std::optional<MemoryView> memory;
   };
+  // The float32 values of `keys` at `slice` of an attached segment;
+  // INVALID_ARGUMENT unless `encoding` is FLOAT32 (and, for a push, the
+  // message carries no values of its own: `message_bytes` 0).
+  absl::StatusOr<MemoryView> FindMemory(const shardps::MemorySlice& slice,
+                                        shardps::ValueEncoding encoding,
+                                        KeyRange keys, size_t message_bytes);
   // Copies the pull's keys into an encoded PullResponse, or PushPullResponse
   // when it has `pushed`.
   absl::Status CopyPull(const ParsedPull& pull, grpc::ByteBuffer* response);
+  // CopyPull of a pull whose values go into shared memory.
+  absl::Status CopyPullToMemory(const ParsedPull& pull,
+                                grpc::ByteBuffer* response);
   // Decodes a pushed gradient of `bulk_bytes` in `bulk` into *decoded (4
   // bytes per key); INVALID_ARGUMENT for an unknown encoding, bad keys or a
   // length that does not match them.
@@ -212,9 +239,11 @@ class ParameterService final : public ParameterServiceBase {
   // PushRequest or PushPullRequest, or an AssignRequest's values);
   // *table gets its table.
   template <typename Request>
+  // A push in shared memory puts its slice in *memory, when given.
   absl::StatusOr<PushOutcome> ApplyParsedPush(
       const Request& push, const SplitMessage& split,
-      const grpc::CallbackServerContext* forwarded, Table** table);
+      const grpc::CallbackServerContext* forwarded, Table** table,
+      MemoryView* memory = nullptr);
   // Copies the pulled values into *response.
   absl::Status AnswerPull(const ParsedPull& pull, grpc::ByteBuffer* response);
   // Answers the pull once its table lets it read (at once for async), then
@@ -268,6 +297,9 @@ class ParameterService final : public ParameterServiceBase {
   BufferPool scratch_buffers_;  // decoding and encoding 16-bit values
   std::atomic<uint64_t> bytes_pulled_{0};
   std::atomic<uint64_t> bytes_pushed_{0};
+  const bool shared_memory_;
+  MappedSegments segments_;
+  std::atomic<uint64_t> memory_bytes_{0};
   // Per RpcMethod: Stats' MethodStats and request totals, and the
   // Prometheus counters of calls and bytes (StatsFamilies).
   struct MethodCounters {

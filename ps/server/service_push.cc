@@ -1,5 +1,6 @@
 // ParameterService, continued: taking in a push, of a Push call or of a
 // PushPull (whose answer ps/server/service.cc then reads).
+#include <cstring>
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
@@ -102,7 +103,8 @@ absl::Status ParameterService::HandleWrite(
 template <typename Request>
 absl::StatusOr<PushOutcome> ParameterService::ApplyParsedPush(
     const Request& push, const SplitMessage& split,
-    const grpc::CallbackServerContext* forwarded, Table** table_out) {
+    const grpc::CallbackServerContext* forwarded, Table** table_out,
+    MemoryView* memory_out) {
   // Before the table is looked up: a replica still catching up may not
   // have it yet, and says so (UNAVAILABLE, retried by the primary).
   bool in_copy = false;
@@ -136,7 +138,21 @@ absl::StatusOr<PushOutcome> ParameterService::ApplyParsedPush(
     absl::Span<const absl::string_view> pieces = split.bulk;
     PooledBuffer decoded;
     absl::string_view decoded_view;
-    if (push.encoding() != shardps::FLOAT32) {
+    size_t memory_bytes = 0;
+    if (push.has_memory()) {
+      if (absl::Status s = t.CheckKeys(keys); !s.ok()) return s;
+      absl::StatusOr<MemoryView> view =
+          FindMemory(push.memory(), push.encoding(), keys, wire_bytes);
+      if (!view.ok()) return view.status();
+      // Copied out first: the check for non-finite values and the update
+      // must see the same values, and the client's memory is the client's.
+      memory_bytes = keys.size() * sizeof(float);
+      decoded = scratch_buffers_.Acquire(memory_bytes);
+      std::memcpy(decoded.data(), view->data, memory_bytes);
+      decoded_view = absl::string_view(decoded.data(), memory_bytes);
+      pieces = absl::MakeConstSpan(&decoded_view, 1);
+      if (memory_out != nullptr) *memory_out = *std::move(view);
+    } else if (push.encoding() != shardps::FLOAT32) {
       if (absl::Status s = DecodePush(push.encoding(), t, keys, split.bulk,
                                       wire_bytes, &decoded);
           !s.ok()) {
@@ -152,6 +168,7 @@ absl::StatusOr<PushOutcome> ParameterService::ApplyParsedPush(
     absl::StatusOr<PushOutcome> outcome = t.ApplyPush(args, gradient);
     if (outcome.ok() && !outcome->duplicate) {
       bytes_pushed_.fetch_add(wire_bytes, std::memory_order_relaxed);
+      memory_bytes_.fetch_add(memory_bytes, std::memory_order_relaxed);
     }
     return outcome;
   }
@@ -168,13 +185,21 @@ absl::StatusOr<ParameterService::ParsedPull> ParameterService::ApplyPushPull(
   if (absl::Status s = CheckPullEncoding(push.pull_encoding()); !s.ok()) {
     return s;
   }
+  if (push.has_memory() && push.pull_encoding() != shardps::FLOAT32) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("values in shared memory are float32, not ",
+                     EncodingName(push.pull_encoding())));
+  }
   Table* table = nullptr;
+  MemoryView memory;
   absl::StatusOr<PushOutcome> outcome =
-      ApplyParsedPush(push, split, nullptr, &table);
+      ApplyParsedPush(push, split, nullptr, &table, &memory);
   if (!outcome.ok()) return outcome.status();
-  return ParsedPull{
+  ParsedPull pull{
       table,         {push.begin(), push.end()}, push.pull_encoding(),
       push.worker(), push.clock() + 1,           *outcome};
+  if (push.has_memory()) pull.memory = std::move(memory);
+  return pull;
 }
 
 WaitingPull ParameterService::HandlePushPull(const grpc::ByteBuffer& request,

@@ -42,7 +42,8 @@ inline uint64_t Calls(const shardps::StatsResponse& stats,
 // `n` servers of `job` in this process on free loopback ports; their
 // addresses go to *addrs. Empty (and a test failure) if one does not start.
 inline std::vector<std::unique_ptr<ps::Server>> StartLocalServers(
-    int n, const std::string& job, std::vector<std::string>* addrs) {
+    int n, const std::string& job, std::vector<std::string>* addrs,
+    bool shared_memory = true) {
   std::vector<std::unique_ptr<ps::Server>> servers;
   addrs->clear();
   for (int i = 0; i < n; ++i) {
@@ -50,6 +51,7 @@ inline std::vector<std::unique_ptr<ps::Server>> StartLocalServers(
     o.host = "127.0.0.1";
     o.port = 0;
     o.job = job;
+    o.shared_memory = shared_memory;
     absl::StatusOr<std::unique_ptr<ps::Server>> s = ps::Server::Start(o);
     EXPECT_TRUE(s.ok()) << s.status();
     if (!s.ok()) return {};

@@ -97,6 +97,7 @@ absl::Status EmulatedCluster::RunScript(const std::vector<std::string>& args,
 HostSlot EmulatedCluster::Slot(const std::string& ns,
                                const std::string& address) const {
   HostSlot slot;
+  slot.emulated = true;
   slot.address = address;
   slot.command_prefix = {kIp, "netns", "exec",
                          absl::StrCat(options_.name, "-", ns)};

@@ -15,6 +15,10 @@ struct HostSlot {
   // Runs the process there, e.g. {"/usr/bin/ip", "netns", "exec", "h3"};
   // empty for this host.
   std::vector<std::string> command_prefix;
+  // An emulated host (a network namespace of this machine): a server here
+  // takes no shared memory, so that every byte crosses the emulated links
+  // as it would between real hosts.
+  bool emulated = false;
   // A remote shell (SSH): the command is passed to the prefix as one
   // shell-quoted string; a server listens on `port` (its port file would be
   // on the other host); stopping runs `kill -TERM PID` through

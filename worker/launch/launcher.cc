@@ -103,6 +103,7 @@ class Run {
     if (!o_.auth_token_file.empty()) {
       args.push_back("--auth_token_file=" + o_.auth_token_file);
     }
+    if (o_.server_hosts[i].emulated) args.push_back("--shared_memory=false");
     args.insert(args.end(), o_.server_args.begin(), o_.server_args.end());
     if (o_.trace) {
       args.push_back(TraceFlag(o_.run_dir, name));

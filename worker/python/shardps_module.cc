@@ -1,13 +1,9 @@
 // shardps._shardps: ps::Client for Python (the `shardps` package,
-// worker/python/shardps/__init__.py, is its public face).
-//
-// Values travel through the buffer protocol: a pull writes into, and a push
-// reads from, any C-contiguous float32 buffer (a NumPy array, a torch CPU
-// tensor through .numpy()) in place; nothing is copied in Python. Every call
-// into the servers releases the GIL, so other Python threads (a data loader,
-// another client) run meanwhile. A failed call raises shardps.Error with the
-// status code and the servers' message.
-//
+// worker/python/shardps/__init__.py, is its public face). A pull writes into,
+// and a push reads from, any C-contiguous float32 buffer (NumPy array, torch
+// CPU tensor) in place, through the buffer protocol; calls into the servers
+// release the GIL; a failed call raises shardps.Error with the status code
+// and the servers' message.
 // Thread-safety: as ps::Client, every method may be called from any thread.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -146,6 +142,7 @@ class PyClient {
     std::string job;
     uint32_t worker = 0;
     std::string compression;
+    bool shared_memory = true;
   };
 
   PyClient(Reach reach, std::string auth_token, std::string tls_ca,
@@ -166,6 +163,7 @@ class PyClient {
     }
     o.pull_encoding = encodings->pull;
     o.push_encoding = encodings->push;
+    o.shared_memory = reach.shared_memory;
     o.tls = {std::move(tls_cert), std::move(tls_key), std::move(tls_ca)};
     o.rpc_timeout = absl::Seconds(timeout_seconds);
     o.retry_give_up = absl::Seconds(retry_seconds);
@@ -393,8 +391,12 @@ class PyClient {
     return *dim;
   }
 
-  uint64_t push_bytes() const { return Live().push_bytes(); }
-  uint64_t pull_bytes() const { return Live().pull_bytes(); }
+  uint64_t push_bytes() const {
+    return Live().push_bytes() + Live().memory_push_bytes();
+  }
+  uint64_t pull_bytes() const {
+    return Live().pull_bytes() + Live().memory_pull_bytes();
+  }
 
   void Assign(const std::string& table, uint64_t begin, uint64_t end,
               const py::object& values) {
@@ -454,7 +456,8 @@ PYBIND11_MODULE(_shardps, m) {
       .def_readwrite("num_servers", &PyClient::Reach::num_servers)
       .def_readwrite("job", &PyClient::Reach::job)
       .def_readwrite("worker", &PyClient::Reach::worker)
-      .def_readwrite("compression", &PyClient::Reach::compression);
+      .def_readwrite("compression", &PyClient::Reach::compression)
+      .def_readwrite("shared_memory", &PyClient::Reach::shared_memory);
   py::class_<PyClient>(m, "Client")
       .def(py::init<PyClient::Reach, std::string, std::string, std::string,
                     std::string, double, double, std::string, std::string>(),

@@ -265,8 +265,8 @@ class ClickTrainer {
                                         Seconds(last_step_ - first_step_));
       }
     }
-    summary_.set_pull_bytes(client_.pull_bytes());
-    summary_.set_push_bytes(client_.push_bytes());
+    summary_.set_pull_bytes(client_.pull_bytes() + client_.memory_pull_bytes());
+    summary_.set_push_bytes(client_.push_bytes() + client_.memory_push_bytes());
     if (o_.rank == 0) {
       absl::StatusOr<ClickScore> score = EvaluateClickModel(client_, o_);
       if (score.ok()) {

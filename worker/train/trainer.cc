@@ -334,13 +334,13 @@ class Trainer {
       return absl::OkStatus();
     }
     ps::TraceSpan span(o_.tracer, "evaluate", "worker");
-    const uint64_t pulled_before = client_.pull_bytes();
+    const uint64_t pulled_before = PulledBytes();
     if (absl::Status s =
             client_.Pull(o_.table, 0, params_.size(), params_.data());
         !s.ok()) {
       return s;
     }
-    evaluation_pull_bytes_ += client_.pull_bytes() - pulled_before;
+    evaluation_pull_bytes_ += PulledBytes() - pulled_before;
     absl::StatusOr<double> acc =
         TestAccuracy(in_->net, params_.data(), *in_->test, &*eval_ws_);
     if (!acc.ok()) return acc.status();
@@ -351,12 +351,18 @@ class Trainer {
     return absl::OkStatus();
   }
 
+  // What the client moved, in messages or through shared memory.
+  uint64_t PulledBytes() const {
+    return client_.pull_bytes() + client_.memory_pull_bytes();
+  }
+
   // Phase 5: traffic and rates.
   shardps::WorkerSummary Summary() {
     // The steps' traffic only, not the evaluations'.
     summary_.set_pull_bytes(
-        static_cast<double>(client_.pull_bytes() - evaluation_pull_bytes_));
-    summary_.set_push_bytes(static_cast<double>(client_.push_bytes()));
+        static_cast<double>(PulledBytes() - evaluation_pull_bytes_));
+    summary_.set_push_bytes(static_cast<double>(client_.push_bytes() +
+                                                client_.memory_push_bytes()));
     summary_.set_train_seconds(summary_.steps() > first_step_
                                    ? Seconds(absl::Now() - train_start_)
                                    : 0);

@@ -92,6 +92,9 @@ ABSL_FLAG(double, initial_accumulator, 0.1,
 ABSL_FLAG(int, epochs, 1, "Epochs over this worker's partition.");
 ABSL_FLAG(uint64_t, seed, 1, "Seed of the initial model and the shuffles.");
 ABSL_FLAG(std::string, run_dir, ".", "Directory for metrics and summary.");
+ABSL_FLAG(bool, shared_memory, true,
+          "Float32 values to and from servers on this host go through shared "
+          "memory (/dev/shm) instead of TCP; servers elsewhere get TCP.");
 ABSL_FLAG(int, chunk_kb, 0,
           "Largest payload of one Pull/Push call, KiB; 0: 1024, and pushes "
           "256 with --etcd (smaller chunks keep the backups close behind a "
@@ -192,6 +195,7 @@ absl::StatusOr<ps::ClientOptions> ClientOptionsFromFlags(int rank) {
   co.retry_give_up = absl::Seconds(absl::GetFlag(FLAGS_retry_give_up_s));
   co.pull_encoding = encodings->pull;
   co.push_encoding = encodings->push;
+  co.shared_memory = absl::GetFlag(FLAGS_shared_memory);
   co.tls = security->tls;
   co.auth_token = security->auth_token;
   return co;

@@ -17,7 +17,9 @@ namespace {
 
 using testutil::Calls;
 
-class PushPullTest : public testing::Test {
+// Run over TCP (false) and, as a client on its servers' host does by
+// default, through shared memory (true).
+class PushPullTest : public testing::TestWithParam<bool> {
  protected:
   void Start(int servers, double drop_reply_fraction = 0) {
     for (int i = 0; i < servers; ++i) {
@@ -42,6 +44,7 @@ class PushPullTest : public testing::Test {
     o.worker = worker;
     o.chunk_bytes = chunk_bytes;
     o.pull_encoding = pull_encoding;
+    o.shared_memory = GetParam();
     o.rpc_timeout = absl::Seconds(10);
     o.retry_give_up = absl::Seconds(30);
     absl::StatusOr<std::unique_ptr<Client>> c = Client::Connect(o);
@@ -53,7 +56,7 @@ class PushPullTest : public testing::Test {
   std::vector<std::unique_ptr<Server>> servers_;
 };
 
-TEST_F(PushPullTest, AnswersTheValuesAfterItsPushInThePiecesOfItsPlan) {
+TEST_P(PushPullTest, AnswersTheValuesAfterItsPushInThePiecesOfItsPlan) {
   // As ClientTest.ARangeMovesInTheCallsOfItsPlan: keys [5, 995) of 1000 over
   // 3 shards in 64-key chunks are 6 calls per shard, here 6 PushPulls and
   // no Push or Pull.
@@ -85,12 +88,18 @@ TEST_F(PushPullTest, AnswersTheValuesAfterItsPushInThePiecesOfItsPlan) {
     EXPECT_EQ(Calls((*stats)[s], "Pull"), 6u) << s;  // the check's
     EXPECT_EQ((*stats)[s].tables(0).version(), 12u) << s;
   }
-  // Both directions are counted as the client's traffic.
-  EXPECT_GT(client->push_bytes(), 2 * 990 * sizeof(float));
-  EXPECT_GT(client->pull_bytes(), 3 * 990 * sizeof(float));
+  // Both directions are counted as the client's traffic: in the messages,
+  // or (two PushPulls each way and a Pull) through shared memory.
+  if (GetParam()) {
+    EXPECT_EQ(client->memory_bytes(), (4 * 990 + 1000) * sizeof(float));
+  } else {
+    EXPECT_GT(client->push_bytes(), 2 * 990 * sizeof(float));
+    EXPECT_GT(client->pull_bytes(), 3 * 990 * sizeof(float));
+    EXPECT_EQ(client->memory_bytes(), 0u);
+  }
 }
 
-TEST_F(PushPullTest, ValuesComeBackInThePullEncoding) {
+TEST_P(PushPullTest, ValuesComeBackInThePullEncoding) {
   Start(2);
   std::unique_ptr<Client> client = Connect(0, 0, shardps::BF16);
   ASSERT_TRUE(client->CreateTable(testutil::ConstantTable(300, 1.0f)).ok());
@@ -99,7 +108,7 @@ TEST_F(PushPullTest, ValuesComeBackInThePullEncoding) {
   for (float v : out) ASSERT_EQ(v, 0.75f);  // exact in bfloat16
 }
 
-TEST_F(PushPullTest, ARefusedGradientSendsNothing) {
+TEST_P(PushPullTest, ARefusedGradientSendsNothing) {
   Start(2);
   std::unique_ptr<Client> client = Connect(256);
   ASSERT_TRUE(client->CreateTable(testutil::ConstantTable(500, 1.0f)).ok());
@@ -120,7 +129,7 @@ TEST_F(PushPullTest, ARefusedGradientSendsNothing) {
   }
 }
 
-TEST_F(PushPullTest, LostRepliesAreRetriedAndEachPushAppliedOnce) {
+TEST_P(PushPullTest, LostRepliesAreRetriedAndEachPushAppliedOnce) {
   // A third of the replies is lost after the call was carried out; every
   // retry finds its push applied and still answers the values.
   Start(2, /*drop_reply_fraction=*/0.3);
@@ -146,7 +155,7 @@ TEST_F(PushPullTest, LostRepliesAreRetriedAndEachPushAppliedOnce) {
   EXPECT_GT(duplicates, 5u);
 }
 
-TEST_F(PushPullTest, AssignSetsExactValuesOnEveryShardOnce) {
+TEST_P(PushPullTest, AssignSetsExactValuesOnEveryShardOnce) {
   // fp16 pushes, lost replies: the values still land exactly, once.
   Start(3, /*drop_reply_fraction=*/0.3);
   ClientOptions o;
@@ -154,6 +163,7 @@ TEST_F(PushPullTest, AssignSetsExactValuesOnEveryShardOnce) {
   o.job = "pp";
   o.chunk_bytes = 512;
   o.push_encoding = shardps::FP16;
+  o.shared_memory = GetParam();
   o.retry_give_up = absl::Seconds(30);
   absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(o);
   ASSERT_TRUE(client.ok()) << client.status();
@@ -228,7 +238,7 @@ void RunBarrierWorkers(PushPullTest* test, std::vector<std::string> addrs,
   for (std::thread& t : threads) t.join();
 }
 
-TEST_F(PushPullTest, SyncAnswersEveryWorkerTheClocksAveragedUpdate) {
+TEST_P(PushPullTest, SyncAnswersEveryWorkerTheClocksAveragedUpdate) {
   Start(2);
   shardps::ConsistencyConfig sync;
   sync.set_mode(shardps::CONSISTENCY_SYNC);
@@ -249,7 +259,7 @@ TEST_F(PushPullTest, SyncAnswersEveryWorkerTheClocksAveragedUpdate) {
   }
 }
 
-TEST_F(PushPullTest, SspAnswersNoOlderThanTheBoundAllows) {
+TEST_P(PushPullTest, SspAnswersNoOlderThanTheBoundAllows) {
   Start(2);
   shardps::ConsistencyConfig ssp;
   ssp.set_mode(shardps::CONSISTENCY_SSP);
@@ -270,6 +280,11 @@ TEST_F(PushPullTest, SspAnswersNoOlderThanTheBoundAllows) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Transports, PushPullTest, testing::Bool(),
+                         [](const testing::TestParamInfo<bool>& info) {
+                           return info.param ? "SharedMemory" : "Tcp";
+                         });
 
 }  // namespace
 }  // namespace ps

@@ -279,8 +279,9 @@ TEST(UnreadableRequestTest, EveryMethodAnswersInvalidArgumentAndLogsNothing) {
   const std::string garbage[] = {
       std::string("\x0a\x05te", 4), std::string("\x0f\x00", 2),
       std::string("\x93\xe7\x1d\x88\x02\xc4", 6), bad_utf8};
-  for (const char* method : {"CreateTable", "Pull", "Push", "PushPull", "Stats",
-                             "Assign", "PullRows", "PushRows"}) {
+  for (const char* method :
+       {"CreateTable", "Pull", "Push", "PushPull", "Stats", "Assign",
+        "PullRows", "PushRows", "AttachMemory", "DetachMemory"}) {
     for (const std::string& bytes : garbage) {
       const grpc::Status s = CallRaw(stub, method, bytes);
       EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT)

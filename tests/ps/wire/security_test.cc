@@ -254,6 +254,7 @@ TEST(LimitsTest, OversizedRequestIsResourceExhaustedAndChangesNothing) {
   co.server_addrs = {server->address()};
   co.job = "limits";
   co.chunk_bytes = 256 << 10;  // one call carries the whole 128 KiB
+  co.shared_memory = false;    // which must then travel in the message
   auto client = *Client::Connect(co);
   const TableOptions t = testutil::ConstantTable(32 << 10, 3.0f);
   ASSERT_TRUE(client->CreateTable(t).ok());

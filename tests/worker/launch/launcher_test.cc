@@ -331,13 +331,15 @@ TEST_F(LauncherTest, TraceMergesEveryProcessesSpansOnOneClock) {
 
 TEST_F(LauncherTest, ReportBreaksDownEveryWorkerAndServer) {
   const std::string run = dir_ + "/run";
-  absl::Status s = Launch({"--servers=2", "--workers=2", "--run_dir=" + run,
-                           "--data=" + dir_ + "/data", "--",
-                           "--model=mlp:16-8-3", "--batch=32", "--epochs=1"});
+  absl::Status s =
+      Launch({"--servers=2", "--workers=2", "--run_dir=" + run,
+              "--data=" + dir_ + "/data", "--", "--model=mlp:16-8-3",
+              "--batch=32", "--epochs=1", "--shared_memory=false"});
   ASSERT_TRUE(s.ok()) << s << testutil::ReadFile(dir_ + "/launch.log");
   const shardps::RunSummary sum = testutil::ReadRunSummary(run);
   // Every server answered one pull and one push per worker step (the model
-  // fits one chunk), plus the evaluations' pulls.
+  // fits one chunk), plus the evaluations' pulls; over TCP, so the values
+  // are in the messages' bytes.
   uint64_t steps = 0;
   for (const shardps::WorkerSummary& w : sum.per_worker()) steps += w.steps();
   ASSERT_EQ(sum.per_server_size(), 2);

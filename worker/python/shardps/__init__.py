@@ -62,7 +62,9 @@ class Client:
     tls_cert and tls_key for mutual TLS; auth_token_file: the job's token.
     timeout_seconds bounds every call; retry_seconds > 0 retries calls to
     servers that are away (UNAVAILABLE) for that long. compression: none,
-    fp16, bf16 or onebit, as the C++ worker's --compression. trace: a
+    fp16, bf16 or onebit, as the C++ worker's --compression.
+    shared_memory: float32 values to and from servers on this host go
+    through shared memory instead of TCP (ps::ClientOptions). trace: a
     Chrome trace file written on close(), with this client's calls and the
     spans record_span() adds, under the process name trace_name. A client
     is a context manager that closes itself."""
@@ -70,7 +72,8 @@ class Client:
     def __init__(self, server_addrs=(), job="default", worker=0,
                  auth_token_file="", tls_ca="", tls_cert="", tls_key="",
                  timeout_seconds=30.0, retry_seconds=0.0, compression="none",
-                 etcd="", num_servers=0, trace="", trace_name=""):
+                 etcd="", num_servers=0, trace="", trace_name="",
+                 shared_memory=True):
         if isinstance(server_addrs, str):
             server_addrs = [a for a in server_addrs.split(",") if a]
         reach = _Reach()
@@ -80,6 +83,7 @@ class Client:
         reach.job = job
         reach.worker = worker
         reach.compression = compression
+        reach.shared_memory = shared_memory
         self._client = _Client(reach, _read_token(auth_token_file), tls_ca,
                                tls_cert, tls_key, timeout_seconds,
                                retry_seconds, trace, trace_name)
@@ -188,6 +192,8 @@ class Client:
 
     @property
     def push_bytes(self):
+        """Bytes pushed so far: messages as on the wire, and values that
+        went through shared memory instead; pull_bytes likewise."""
         return self._client.push_bytes
 
     @property

@@ -1,0 +1,92 @@
+// ParameterService, continued: same-host shared memory. A client attaches
+// a segment once; its Pull, Push and PushPull chunks then name slices of it
+// (ps/server/service.cc and service_push.cc read and write them).
+#include "absl/strings/str_cat.h"
+#include "ps/server/service.h"
+#include "ps/wire/value_codec.h"
+
+namespace ps {
+
+grpc::ServerUnaryReactor* ParameterService::AttachMemory(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  const absl::Time start = absl::Now();
+  shardps::AttachMemoryRequest attach;
+  absl::Status status = Admit(*context);
+  if (status.ok()) status = ParseSmallMessage(*request, &attach);
+  if (status.ok()) status = registry_.CheckJob(attach.job());
+  if (status.ok() && !shared_memory_) {
+    status = absl::FailedPreconditionError(
+        "this server takes no shared memory (--shared_memory=false)");
+  }
+  // A replica's push is forwarded as its message, which must hold the
+  // values.
+  if (status.ok() && replicator_ != nullptr) {
+    status = absl::FailedPreconditionError(
+        "a replicated server takes values in messages only");
+  }
+  if (status.ok()) {
+    absl::StatusOr<uint64_t> segment = segments_.Attach(attach);
+    if (segment.ok()) {
+      shardps::AttachMemoryResponse reply;
+      reply.set_segment(*segment);
+      *response = SerializeSmallMessage(reply);
+    } else {
+      status = segment.status();
+    }
+  }
+  return Finish(context, RpcMethod::kAttachMemory, start, request->Length(),
+                status.ok() ? response->Length() : 0, status);
+}
+
+grpc::ServerUnaryReactor* ParameterService::DetachMemory(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  const absl::Time start = absl::Now();
+  shardps::DetachMemoryRequest detach;
+  absl::Status status = Admit(*context);
+  if (status.ok()) status = ParseSmallMessage(*request, &detach);
+  if (status.ok()) status = registry_.CheckJob(detach.job());
+  if (status.ok()) status = segments_.Detach(detach.segment());
+  if (status.ok())
+    *response = SerializeSmallMessage(shardps::DetachMemoryResponse());
+  return Finish(context, RpcMethod::kDetachMemory, start, request->Length(),
+                status.ok() ? response->Length() : 0, status);
+}
+
+absl::StatusOr<MemoryView> ParameterService::FindMemory(
+    const shardps::MemorySlice& slice, shardps::ValueEncoding encoding,
+    KeyRange keys, size_t message_bytes) {
+  if (encoding != shardps::FLOAT32) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "values in shared memory are float32, not ", EncodingName(encoding)));
+  }
+  if (message_bytes != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a push names shared memory and also carries ",
+                     message_bytes, " bytes of gradient"));
+  }
+  return segments_.Find(slice, keys.size() * sizeof(float));
+}
+
+absl::Status ParameterService::CopyPullToMemory(const ParsedPull& pull,
+                                                grpc::ByteBuffer* response) {
+  absl::StatusOr<uint64_t> version =
+      pull.table->Read(pull.keys, reinterpret_cast<float*>(pull.memory->data));
+  if (!version.ok()) return version.status();
+  if (pull.pushed.has_value()) {
+    shardps::PushPullResponse reply;
+    reply.set_version(*version);
+    reply.set_duplicate(pull.pushed->duplicate);
+    *response = SerializeSmallMessage(reply);
+  } else {
+    shardps::PullResponse reply;
+    reply.set_version(*version);
+    *response = SerializeSmallMessage(reply);
+  }
+  memory_bytes_.fetch_add(pull.keys.size() * sizeof(float),
+                          std::memory_order_relaxed);
+  return absl::OkStatus();
+}
+
+}  // namespace ps
