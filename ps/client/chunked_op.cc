@@ -41,7 +41,18 @@ bool ChunkedOp::memory_lost() {
 }
 
 absl::Status ChunkedOp::Run() {
-  if (MayUseMemory()) context_.conns->PrepareMemory(chunks_);
+  window_ = context_.window;
+  if (MayUseMemory()) {
+    context_.conns->PrepareMemory(chunks_);
+    // A call through shared memory holds no socket buffer, only a slot:
+    // twice the window (every slot) keeps the servers busier.
+    bool all_in_memory = true;
+    for (const Chunk& chunk : chunks_) {
+      all_in_memory =
+          all_in_memory && context_.conns->Memory(chunk.shard) != nullptr;
+    }
+    if (all_in_memory) window_ *= 2;
+  }
   calls_.resize(chunks_.size());
   deadlines_.resize(chunks_.size());
   started_.resize(chunks_.size());
@@ -89,7 +100,7 @@ void ChunkedOp::AbandonLocked() {
 }
 
 void ChunkedOp::TakeLaunchesLocked(std::vector<size_t>* launch) {
-  while (error_.ok() && next_ < chunks_.size() && inflight_ < context_.window) {
+  while (error_.ok() && next_ < chunks_.size() && inflight_ < window_) {
     const absl::Time deadline = absl::Now() + context_.timeout;
     deadlines_[next_] = deadline;
     latest_deadline_ = std::max(latest_deadline_, deadline);

@@ -113,6 +113,7 @@ class ChunkedOp : public std::enable_shared_from_this<ChunkedOp> {
   absl::Status Outcome(size_t index, const grpc::Status& status);
 
   const std::vector<Chunk> chunks_;
+  int window_ = 1;  // calls in flight at most: context_.window, or twice it
   std::vector<std::unique_ptr<Call>> calls_;  // one per chunk, once launched
   std::vector<absl::Time> deadlines_;         // written before each launch
   std::vector<absl::Time> started_;           // when each call was launched
