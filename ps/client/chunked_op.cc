@@ -195,8 +195,11 @@ void ChunkedOp::OnDone(size_t index, const grpc::Status& status) {
   }
   const absl::Status result = Outcome(index, status);
   const std::optional<MemorySlot>& slot = calls_[index]->slot;
+  // The server restarted and no longer knows the segment (its answer to
+  // that alone): the next call attaches again.
   const bool memory_lost =
-      slot.has_value() && status.error_code() == grpc::StatusCode::NOT_FOUND;
+      slot.has_value() &&
+      status.error_code() == grpc::StatusCode::FAILED_PRECONDITION;
   if (memory_lost) {
     context_.conns->ForgetMemory(chunks_[index].shard, slot->owner);
   }

@@ -61,9 +61,10 @@ class ChunkedOp : public std::enable_shared_from_this<ChunkedOp> {
   // After Run: the chunks that did not succeed (failed, or never launched
   // after a failure), in their order, for a retry to send again.
   std::vector<Chunk> Unfinished();
-  // After Run: whether a call failed because its server did not know its
-  // shared memory (see Connections::ForgetMemory); sending the unfinished
-  // chunks again at once is then worth it.
+  // After Run: whether a call that went through shared memory failed
+  // because its server no longer knew the segment (see
+  // Connections::ForgetMemory); sending the unfinished chunks again at once
+  // is then worth it.
   bool memory_lost();
 
  protected:

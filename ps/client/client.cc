@@ -305,11 +305,13 @@ absl::Status Client::RunRetried(
     absl::FunctionRef<std::shared_ptr<ChunkedOp>(std::vector<Chunk>)> make) {
   if (chunks.empty()) return absl::OkStatus();
   // A retry sends only the chunks that have not succeeded yet. A server
-  // that lost the op's shared memory gets them again at once (through a new
-  // segment), once; then the error stands.
+  // that lost the op's shared memory (it restarted) gets them again at once,
+  // through a new segment; only a server restarted again meanwhile makes
+  // that happen twice, so a few times is plenty.
   return Retried(what, [&] {
+    constexpr int kMemoryAttempts = 8;
     absl::Status s;
-    for (int attempt = 0; attempt < 2; ++attempt) {
+    for (int attempt = 0; attempt < kMemoryAttempts; ++attempt) {
       std::shared_ptr<ChunkedOp> op = make(std::move(chunks));
       s = op->Run();
       chunks = op->Unfinished();

@@ -97,8 +97,10 @@ class Connections {
   void PrepareMemory(absl::Span<const Chunk> chunks);
   // Shard s's server's shared memory once attached, else null; never waits.
   MemorySlots* Memory(int s);
-  // A call in `lost` was refused NOT_FOUND: the server no longer knows the
-  // segment (it restarted), or the table. The next call attaches anew.
+  // A call in `lost` was refused FAILED_PRECONDITION: the server restarted
+  // and no longer knows the segment. The next call attaches anew (the old
+  // segment stays mapped here until the connection closes: calls may hold
+  // its slots).
   void ForgetMemory(int s, MemorySlots* lost);
   // Values that went through shared memory, each way.
   void CountMemoryPushBytes(uint64_t n) {

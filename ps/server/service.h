@@ -192,7 +192,8 @@ class ParameterService final : public ParameterServiceBase {
   };
   // The float32 values of `keys` at `slice` of an attached segment;
   // INVALID_ARGUMENT unless `encoding` is FLOAT32 (and, for a push, the
-  // message carries no values of its own: `message_bytes` 0).
+  // message carries no values of its own: `message_bytes` 0);
+  // FAILED_PRECONDITION for a segment this server does not know.
   absl::StatusOr<MemoryView> FindMemory(const shardps::MemorySlice& slice,
                                         shardps::ValueEncoding encoding,
                                         KeyRange keys, size_t message_bytes);

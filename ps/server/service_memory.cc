@@ -66,7 +66,18 @@ absl::StatusOr<MemoryView> ParameterService::FindMemory(
         absl::StrCat("a push names shared memory and also carries ",
                      message_bytes, " bytes of gradient"));
   }
-  return segments_.Find(slice, keys.size() * sizeof(float));
+  absl::StatusOr<MemoryView> view =
+      segments_.Find(slice, keys.size() * sizeof(float));
+  // A well-behaved client meets an unknown segment only when this server
+  // restarted since it attached: it must attach again first. The code is
+  // one no other failure of a call with a slice has (a wrong job is
+  // refused at AttachMemory), so the client can tell.
+  if (absl::IsNotFound(view.status())) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(view.status().message(),
+                     " here (the server restarted?): attach it again"));
+  }
+  return view;
 }
 
 absl::Status ParameterService::CopyPullToMemory(const ParsedPull& pull,

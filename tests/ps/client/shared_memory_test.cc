@@ -149,6 +149,42 @@ TEST_F(SharedMemoryTest, CompressedValuesTravelInMessages) {
   EXPECT_EQ(out[12345], 0.0f);
 }
 
+TEST_F(SharedMemoryTest, ARestartedServerIsAttachedAgainWithoutARetry) {
+  Start(1);
+  std::unique_ptr<Client> client = Connect(true);  // no retries
+  ASSERT_TRUE(client);
+  ASSERT_TRUE(client->CreateTable(ConstantTable(kParams, 1.0f)).ok());
+  std::vector<float> g(kParams, 0.5f), out(kParams);
+  ASSERT_TRUE(client->Push("w", 0, kParams, g.data()).ok());
+  const uint64_t before = client->memory_bytes();
+  EXPECT_EQ(before, 4 * kParams);
+  // Another process at the same address: it knows neither the table nor
+  // the client's segment.
+  const int port = servers_[0]->port();
+  ASSERT_TRUE(servers_[0]->Shutdown(absl::Seconds(1)).ok());
+  servers_[0].reset();
+  ServerOptions o;
+  o.host = "127.0.0.1";
+  o.port = port;
+  o.job = "shm";
+  absl::StatusOr<std::unique_ptr<Server>> again = Server::Start(o);
+  ASSERT_TRUE(again.ok()) << again.status();
+  servers_[0] = *std::move(again);
+  std::unique_ptr<Client> tcp = Connect(false);
+  ASSERT_TRUE(tcp->CreateTable(ConstantTable(kParams, 1.0f)).ok());
+  // The client's first call names the old segment, is refused
+  // FAILED_PRECONDITION, and goes again through a new one.
+  ASSERT_TRUE(client->PushPull("w", 0, kParams, g.data(), out.data()).ok());
+  EXPECT_EQ(out[0], 0.5f);
+  EXPECT_EQ(out[kParams - 1], 0.5f);
+  // Every chunk went out at once (fewer than the slots) and was refused,
+  // then went again both ways: bytes are counted as sent, retries included.
+  EXPECT_EQ(client->memory_bytes(), before + 12 * kParams);
+  EXPECT_EQ(ServerSegments(), 1);
+  ASSERT_TRUE(tcp->Pull("w", 0, kParams, out.data()).ok());
+  EXPECT_EQ(out[kParams / 2], 0.5f);  // applied once
+}
+
 // Requests written from the proto alone, against one server.
 class RawMemoryTest : public SharedMemoryTest {
  protected:
@@ -256,7 +292,7 @@ TEST_F(RawMemoryTest, BadSlicesAreRefusedAndChangeNothing) {
   EXPECT_EQ(Send(r).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   r = PushPull(0, 100);
   r.mutable_memory()->set_segment(id_ ^ 1);
-  EXPECT_EQ(Send(r).error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(Send(r).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
 
   shardps::PullRequest pull;
   pull.set_job("shm");
