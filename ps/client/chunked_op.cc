@@ -42,17 +42,9 @@ bool ChunkedOp::memory_lost() {
 
 absl::Status ChunkedOp::Run() {
   window_ = context_.window;
-  if (MayUseMemory()) {
-    context_.conns->PrepareMemory(chunks_);
-    // A call through shared memory holds no socket buffer, only a slot:
-    // twice the window (every slot) keeps the servers busier.
-    bool all_in_memory = true;
-    for (const Chunk& chunk : chunks_) {
-      all_in_memory =
-          all_in_memory && context_.conns->Memory(chunk.shard) != nullptr;
-    }
-    if (all_in_memory) window_ *= 2;
-  }
+  // A call through shared memory holds no socket buffer, only a slot:
+  // twice the window (every slot) keeps the servers busier.
+  if (MayUseMemory() && context_.conns->PrepareMemory(chunks_)) window_ *= 2;
   calls_.resize(chunks_.size());
   deadlines_.resize(chunks_.size());
   started_.resize(chunks_.size());

@@ -117,14 +117,14 @@ ServerConn* Connections::ConnTo(const std::string& address) {
   return conn.get();
 }
 
-void Connections::PrepareMemory(absl::Span<const Chunk> chunks) {
-  if (!options_.shared_memory) return;
-  std::vector<bool> prepared(num_shards_, false);
+bool Connections::PrepareMemory(absl::Span<const Chunk> chunks) {
+  if (!options_.shared_memory) return false;
+  bool all = true;
   for (const Chunk& chunk : chunks) {
-    if (prepared[chunk.shard]) continue;
-    prepared[chunk.shard] = true;
-    PrepareMemory(chunk.shard);
+    PrepareMemory(chunk.shard);  // at once when already settled
+    all = all && Memory(chunk.shard) != nullptr;
   }
+  return all;
 }
 
 void Connections::PrepareMemory(int s) {
@@ -139,11 +139,13 @@ void Connections::PrepareMemory(int s) {
       std::max(options_.chunk_bytes, options_.push_chunk_bytes);
   const size_t slots = std::min<size_t>(2 * options_.max_inflight_per_server,
                                         kMaxMemoryBytes / slot_bytes);
-  absl::StatusOr<std::unique_ptr<MemorySlots>> memory =
-      slots == 0 ? absl::FailedPreconditionError("chunks too large")
-                 : MemorySlots::Attach(
-                       *conn.stub, *this, slot_bytes, static_cast<int>(slots),
-                       std::min(options_.rpc_timeout, kAttachTimeout));
+  if (slots == 0) {
+    conn.memory_settled.store(true, std::memory_order_release);
+    return;
+  }
+  absl::StatusOr<std::unique_ptr<MemorySlots>> memory = MemorySlots::Attach(
+      *conn.stub, *this, slot_bytes, static_cast<int>(slots),
+      std::min(options_.rpc_timeout, kAttachTimeout));
   if (memory.ok()) {
     conn.memories.push_back(*std::move(memory));
     conn.memory.store(conn.memories.back().get(), std::memory_order_release);

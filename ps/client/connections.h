@@ -93,8 +93,9 @@ class Connections {
   // server's answer, before an op's chunks are launched. A server that
   // refuses is not asked again; one that cannot be reached is, next time.
   void PrepareMemory(int s);
-  // PrepareMemory for every server `chunks` go to.
-  void PrepareMemory(absl::Span<const Chunk> chunks);
+  // PrepareMemory for every server `chunks` go to; whether all of them
+  // have shared memory now.
+  bool PrepareMemory(absl::Span<const Chunk> chunks);
   // Shard s's server's shared memory once attached, else null; never waits.
   MemorySlots* Memory(int s);
   // A call in `lost` was refused FAILED_PRECONDITION: the server restarted

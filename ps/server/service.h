@@ -194,6 +194,7 @@ class ParameterService final : public ParameterServiceBase {
   // INVALID_ARGUMENT unless `encoding` is FLOAT32 (and, for a push, the
   // message carries no values of its own: `message_bytes` 0);
   // FAILED_PRECONDITION for a segment this server does not know.
+  static absl::Status CheckMemoryEncoding(shardps::ValueEncoding encoding);
   absl::StatusOr<MemoryView> FindMemory(const shardps::MemorySlice& slice,
                                         shardps::ValueEncoding encoding,
                                         KeyRange keys, size_t message_bytes);

@@ -54,13 +54,17 @@ grpc::ServerUnaryReactor* ParameterService::DetachMemory(
                 status.ok() ? response->Length() : 0, status);
 }
 
+absl::Status ParameterService::CheckMemoryEncoding(
+    shardps::ValueEncoding encoding) {
+  if (encoding == shardps::FLOAT32) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "values in shared memory are float32, not ", EncodingName(encoding)));
+}
+
 absl::StatusOr<MemoryView> ParameterService::FindMemory(
     const shardps::MemorySlice& slice, shardps::ValueEncoding encoding,
     KeyRange keys, size_t message_bytes) {
-  if (encoding != shardps::FLOAT32) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "values in shared memory are float32, not ", EncodingName(encoding)));
-  }
+  if (absl::Status s = CheckMemoryEncoding(encoding); !s.ok()) return s;
   if (message_bytes != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("a push names shared memory and also carries ",

@@ -185,10 +185,10 @@ absl::StatusOr<ParameterService::ParsedPull> ParameterService::ApplyPushPull(
   if (absl::Status s = CheckPullEncoding(push.pull_encoding()); !s.ok()) {
     return s;
   }
-  if (push.has_memory() && push.pull_encoding() != shardps::FLOAT32) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("values in shared memory are float32, not ",
-                     EncodingName(push.pull_encoding())));
+  if (push.has_memory()) {
+    if (absl::Status s = CheckMemoryEncoding(push.pull_encoding()); !s.ok()) {
+      return s;
+    }
   }
   Table* table = nullptr;
   MemoryView memory;
