@@ -17,6 +17,8 @@ namespace {
 
 // How long the first call to a server waits for its shared memory answer.
 constexpr absl::Duration kAttachTimeout = absl::Seconds(2);
+// How long after an unanswered attach the next one is tried.
+constexpr absl::Duration kAttachRetryAfter = absl::Seconds(10);
 // The most shared memory a client maps per server.
 constexpr size_t kMaxMemoryBytes = 64 << 20;
 
@@ -119,9 +121,12 @@ ServerConn* Connections::ConnTo(const std::string& address) {
 
 bool Connections::PrepareMemory(absl::Span<const Chunk> chunks) {
   if (!options_.shared_memory) return false;
+  std::vector<bool> prepared(num_shards_, false);
   bool all = true;
   for (const Chunk& chunk : chunks) {
-    PrepareMemory(chunk.shard);  // at once when already settled
+    if (prepared[chunk.shard]) continue;
+    prepared[chunk.shard] = true;
+    PrepareMemory(chunk.shard);
     all = all && Memory(chunk.shard) != nullptr;
   }
   return all;
@@ -133,6 +138,10 @@ void Connections::PrepareMemory(int s) {
   if (conn.memory_settled.load(std::memory_order_acquire)) return;
   absl::MutexLock lock(&conn.memory_mu);
   if (conn.memory_settled.load(std::memory_order_relaxed)) return;
+  // A server that did not answer is asked again only after a while: every
+  // op would otherwise wait for it first.
+  const absl::Time now = absl::Now();
+  if (now < conn.memory_next_try) return;
   // Slots for every call in flight, twice over for ops of other threads,
   // within kMaxMemoryBytes per server (huge chunks go over TCP).
   const size_t slot_bytes =
@@ -145,13 +154,14 @@ void Connections::PrepareMemory(int s) {
   }
   absl::StatusOr<std::unique_ptr<MemorySlots>> memory = MemorySlots::Attach(
       *conn.stub, *this, slot_bytes, static_cast<int>(slots),
-      std::min(options_.rpc_timeout, kAttachTimeout));
+      std::min(options_.rpc_timeout / 2, kAttachTimeout));
   if (memory.ok()) {
     conn.memories.push_back(*std::move(memory));
     conn.memory.store(conn.memories.back().get(), std::memory_order_release);
   } else if (absl::IsUnavailable(memory.status()) ||
              absl::IsDeadlineExceeded(memory.status())) {
-    return;  // no answer: ask again with the next call
+    conn.memory_next_try = now + kAttachRetryAfter;
+    return;  // no answer: ask again later
   }
   conn.memory_settled.store(true, std::memory_order_release);
 }

@@ -53,6 +53,8 @@ struct ServerConn {
   absl::Mutex memory_mu;
   std::vector<std::unique_ptr<MemorySlots>> memories ABSL_GUARDED_BY(memory_mu);
   std::atomic<MemorySlots*> memory{nullptr};
+  // No attach before this, after one that got no answer.
+  absl::Time memory_next_try ABSL_GUARDED_BY(memory_mu) = absl::InfinitePast();
   // Set once the attempt has its answer (memory may still be null).
   std::atomic<bool> memory_settled{false};
 
