@@ -297,16 +297,11 @@ class Client {
                             absl::string_view table,
                             absl::Span<const uint64_t> ids, bool create,
                             float* out);
-  // A push call's rows: values[position[k] * dim, + dim) for row k, or,
-  // without positions, the call's rows one after another from values.
-  struct RowSource {
-    const float* values;
-    const uint32_t* position;
-  };
+  // A push call of rows[k][0, dim) for ids[k].
   absl::Status PushRowsCall(int shard, size_t channel, uint32_t dim,
                             absl::string_view table,
                             absl::Span<const uint64_t> ids,
-                            const RowSource& rows, uint32_t piece,
+                            absl::Span<const float* const> rows, uint32_t piece,
                             const PushTag& tag);
 
   const ClientOptions options_;

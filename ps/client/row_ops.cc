@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <thread>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -46,41 +47,68 @@ shardps::CreateTableRequest RowShardSpec(const RowTableOptions& t,
 // A call's distinct ids grouped by shard: shard s's are ids[begin[s],
 // begin[s + 1]), and position i of the caller's ids holds ids[slot[i]].
 // Rows travel in this order, so each shard's calls read and write one
-// contiguous stretch of a single buffer.
+// contiguous stretch of a single buffer. first[k] is the caller's first
+// position of ids[k]; repeats lists the later positions of ids that occur
+// more than once.
 struct ShardedIds {
   std::vector<uint64_t> ids;
   std::vector<size_t> begin;
   std::vector<uint32_t> slot;
+  std::vector<uint32_t> first;
+  std::vector<uint32_t> repeats;
 };
+
+// Ids ahead of the one being de-duplicated whose hash-map slot is
+// prefetched: the map of a 10^5-id call outgrows the core's cache.
+constexpr size_t kDedupAhead = 16;
+
+// Gradient floats from which a push checks them on a thread of their own,
+// beside the grouping of its ids: below, thread start-up is not repaid.
+constexpr size_t kCheckAsideAbove = 1 << 16;
 
 ShardedIds GroupByShard(absl::Span<const uint64_t> ids,
                         const RowPartition& partition) {
-  std::vector<uint64_t> distinct;
-  std::vector<uint32_t> distinct_of_position;
-  distinct_of_position.reserve(ids.size());
+  std::vector<uint32_t> first;  // of each distinct id, in first-seen order
+  std::vector<uint32_t> distinct_of_position(ids.size());
+  std::vector<uint32_t> repeats;
   absl::flat_hash_map<uint64_t, uint32_t> seen;
   seen.reserve(ids.size());
-  distinct.reserve(ids.size());
-  for (uint64_t id : ids) {
-    auto [it, fresh] = seen.try_emplace(id, distinct.size());
-    if (fresh) distinct.push_back(id);
-    distinct_of_position.push_back(it->second);
-  }
-  ShardedIds out;
-  out.ids.reserve(distinct.size());
-  out.begin.push_back(0);
-  std::vector<uint32_t> slot_of_distinct(distinct.size());
-  for (const std::vector<uint32_t>& group : partition.Group(distinct)) {
-    for (uint32_t d : group) {
-      slot_of_distinct[d] = out.ids.size();
-      out.ids.push_back(distinct[d]);
+  first.reserve(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i + kDedupAhead < ids.size()) seen.prefetch(ids[i + kDedupAhead]);
+    auto [it, fresh] = seen.try_emplace(ids[i], first.size());
+    if (fresh) {
+      first.push_back(i);
+    } else {
+      repeats.push_back(i);
     }
-    out.begin.push_back(out.ids.size());
+    distinct_of_position[i] = it->second;
   }
-  out.slot.reserve(ids.size());
-  for (uint32_t d : distinct_of_position) {
-    out.slot.push_back(slot_of_distinct[d]);
+  // A counting sort of the distinct ids by shard, stable within a shard.
+  const int shards = partition.num_shards();
+  std::vector<uint32_t> shard_of(first.size(), 0);
+  ShardedIds out;
+  out.begin.assign(shards + 1, 0);
+  for (size_t d = 0; d < first.size(); ++d) {
+    if (shards > 1) shard_of[d] = partition.ShardOf(ids[first[d]]);
+    ++out.begin[shard_of[d] + 1];
   }
+  for (int s = 0; s < shards; ++s) out.begin[s + 1] += out.begin[s];
+  std::vector<size_t> next(out.begin.begin(), out.begin.end() - 1);
+  std::vector<uint32_t> slot_of_distinct(first.size());
+  out.ids.resize(first.size());
+  out.first.resize(first.size());
+  for (size_t d = 0; d < first.size(); ++d) {
+    const size_t k = next[shard_of[d]]++;
+    slot_of_distinct[d] = k;
+    out.ids[k] = ids[first[d]];
+    out.first[k] = first[d];
+  }
+  out.slot.resize(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    out.slot[i] = slot_of_distinct[distinct_of_position[i]];
+  }
+  out.repeats = std::move(repeats);
   return out;
 }
 
@@ -339,35 +367,51 @@ absl::Status Client::PushRows(absl::string_view table,
   absl::StatusOr<const RowTableInfo*> info = FindRowTable(table);
   if (!info.ok()) return info.status();
   const uint32_t dim = (*info)->dim;
-  if (!AllFinite(UnalignedFloats(grads, ids.size() * dim))) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the row gradients for table '", table,
-                     "' hold a NaN or an infinity: nothing was sent"));
-  }
   if (!std::isfinite(lr_scale) || lr_scale < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "learning rate scale must be finite and >= 0, got ", lr_scale));
   }
-  const ShardedIds sharded = GroupByShard(ids, (*info)->partition);
-  // Rows in shard order: with repeats, summed here so that each row
-  // travels once; without, each call reads its rows from the caller's
-  // gradients at these positions (no copy of the whole push).
-  std::vector<float> summed;
-  std::vector<uint32_t> position;
-  if (sharded.ids.size() < ids.size()) {
-    summed.assign(sharded.ids.size() * dim, 0.0f);
-    for (size_t i = 0; i < ids.size(); ++i) {
-      float* sum = &summed[uint64_t{sharded.slot[i]} * dim];
-      for (uint32_t j = 0; j < dim; ++j) sum[j] += grads[i * dim + j];
+  // Nothing is sent before both the gradients are checked and the ids
+  // grouped; a large push does the two side by side.
+  const UnalignedFloats all_grads(grads, ids.size() * dim);
+  bool finite = true;
+  ShardedIds sharded;
+  if (all_grads.size() < kCheckAsideAbove) {
+    finite = AllFinite(all_grads);
+    if (finite) sharded = GroupByShard(ids, (*info)->partition);
+  } else {
+    std::thread checker([&] { finite = AllFinite(all_grads); });
+    sharded = GroupByShard(ids, (*info)->partition);
+    checker.join();
+  }
+  if (!finite) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the row gradients for table '", table,
+                     "' hold a NaN or an infinity: nothing was sent"));
+  }
+  // Each row in shard order is read where it is: in the caller's gradients
+  // (no copy of the whole push), or, for an id that repeats, in `sums`,
+  // where its gradients are added up so that it travels once.
+  std::vector<const float*> rows(sharded.ids.size());
+  for (size_t k = 0; k < rows.size(); ++k) {
+    rows[k] = grads + uint64_t{sharded.first[k]} * dim;
+  }
+  std::vector<float> sums;
+  if (!sharded.repeats.empty()) {
+    absl::flat_hash_map<uint32_t, size_t> sum_of_slot;
+    for (uint32_t i : sharded.repeats) {
+      const uint32_t k = sharded.slot[i];
+      auto [it, fresh] = sum_of_slot.try_emplace(k, sums.size());
+      if (fresh) sums.insert(sums.end(), rows[k], rows[k] + dim);
+      float* sum = &sums[it->second];
+      for (uint32_t j = 0; j < dim; ++j) sum[j] += grads[uint64_t{i} * dim + j];
     }
-    if (!AllFinite(UnalignedFloats(summed.data(), summed.size()))) {
+    if (!AllFinite(UnalignedFloats(sums.data(), sums.size()))) {
       return absl::InvalidArgumentError(
           "the summed gradients of a repeated id overflow to infinity: "
           "nothing was sent");
     }
-  } else {
-    position.resize(ids.size());
-    for (size_t i = 0; i < ids.size(); ++i) position[sharded.slot[i]] = i;
+    for (const auto& [k, at] : sum_of_slot) rows[k] = &sums[at];
   }
   const ChunkedIds chunks(sharded,
                           options_.push_chunk_bytes / (sizeof(float) * dim));
@@ -376,12 +420,10 @@ absl::Status Client::PushRows(absl::string_view table,
       chunks.count, options_.max_inflight_per_server,
       [&](int shard, size_t chunk) {
         const auto [first, n] = chunks.Range(shard, chunk);
-        const RowSource rows =
-            position.empty() ? RowSource{summed.data() + first * dim, nullptr}
-                             : RowSource{grads, position.data() + first};
         return PushRowsCall(shard, chunk, dim, table,
                             absl::MakeConstSpan(sharded.ids).subspan(first, n),
-                            rows, static_cast<uint32_t>(chunk), tag);
+                            absl::MakeConstSpan(rows).subspan(first, n),
+                            static_cast<uint32_t>(chunk), tag);
       });
   ClosePush(tag.sequence);
   return pushed;
@@ -390,8 +432,8 @@ absl::Status Client::PushRows(absl::string_view table,
 absl::Status Client::PushRowsCall(int shard, size_t channel, uint32_t dim,
                                   absl::string_view table,
                                   absl::Span<const uint64_t> ids,
-                                  const RowSource& rows, uint32_t piece,
-                                  const PushTag& tag) {
+                                  absl::Span<const float* const> rows,
+                                  uint32_t piece, const PushTag& tag) {
   // 1-bit SGD keeps per-key error state, which rows made on first touch do
   // not have: rows travel as float32 then.
   const shardps::ValueEncoding encoding =
@@ -409,24 +451,19 @@ absl::Status Client::PushRowsCall(int shard, size_t channel, uint32_t dim,
   PooledBuffer buffer =
       conns_->buffers().Acquire(kMaxWireHeaderBytes + value_bytes + ids_field);
   char* values = buffer.data() + kMaxWireHeaderBytes;
-  // Row k of this call, encoded; contiguous rows in one go.
+  // Row k of this call, encoded.
   const size_t row_bytes = EncodedBytes(encoding, dim);
-  const size_t count = rows.position == nullptr ? 1 : ids.size();
-  const size_t floats = rows.position == nullptr ? n : dim;
-  for (size_t k = 0; k < count; ++k) {
-    const float* from = rows.position == nullptr
-                            ? rows.values
-                            : rows.values + uint64_t{rows.position[k]} * dim;
+  for (size_t k = 0; k < rows.size(); ++k) {
     char* to = values + k * row_bytes;
     switch (encoding) {
       case shardps::FP16:
-        EncodeFp16(from, floats, to);
+        EncodeFp16(rows[k], dim, to);
         break;
       case shardps::BF16:
-        EncodeBf16(from, floats, to);
+        EncodeBf16(rows[k], dim, to);
         break;
       default:
-        std::memcpy(to, from, floats * sizeof(float));
+        std::memcpy(to, rows[k], dim * sizeof(float));
     }
   }
   uint8_t* at = reinterpret_cast<uint8_t*>(values + value_bytes);

@@ -338,8 +338,8 @@ absl::StatusOr<ParameterService::ParsedPull> ParameterService::ParsePull(
   const KeyRange keys{pull.begin(), pull.end()};
   if (absl::Status s = (*table)->CheckKeys(keys); !s.ok()) return s;
   if (absl::Status s = CheckPullEncoding(pull.encoding()); !s.ok()) return s;
-  ParsedPull parsed{*table,        keys,         pull.encoding(),
-                    pull.worker(), pull.clock(), std::nullopt};
+  ParsedPull parsed{*table,       keys,         pull.encoding(), pull.worker(),
+                    pull.clock(), std::nullopt, std::nullopt};
   if (pull.has_memory()) {
     absl::StatusOr<MemoryView> memory =
         FindMemory(pull.memory(), pull.encoding(), keys, 0);

@@ -197,7 +197,8 @@ absl::StatusOr<ParameterService::ParsedPull> ParameterService::ApplyPushPull(
   if (!outcome.ok()) return outcome.status();
   ParsedPull pull{
       table,         {push.begin(), push.end()}, push.pull_encoding(),
-      push.worker(), push.clock() + 1,           *outcome};
+      push.worker(), push.clock() + 1,           *outcome,
+      std::nullopt};
   if (push.has_memory()) pull.memory = std::move(memory);
   return pull;
 }

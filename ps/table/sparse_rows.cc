@@ -32,7 +32,7 @@ namespace {
 
 // Rows and index entries of a call are scattered over the table, so each
 // is a cache miss: asking for the ones kAhead places on hides that wait.
-constexpr size_t kAhead = 8;
+constexpr size_t kAhead = 24;
 
 }  // namespace
 

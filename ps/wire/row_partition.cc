@@ -37,6 +37,7 @@ RowPartition::RowPartition(RowSharding sharding, int num_shards,
     : sharding_(sharding), num_shards_(num_shards), id_space_(id_space) {}
 
 int RowPartition::ShardOf(uint64_t id) const {
+  if (num_shards_ == 1) return 0;  // what both ways below give, unhashed
   if (sharding_ == RowSharding::kHash) {
     // The id's little-endian bytes, as every platform would hash them.
     unsigned char bytes[8];
@@ -48,15 +49,6 @@ int RowPartition::ShardOf(uint64_t id) const {
   const uint64_t clamped = std::min(id, id_space_ - 1);
   return static_cast<int>(static_cast<unsigned __int128>(clamped) *
                           num_shards_ / id_space_);
-}
-
-std::vector<std::vector<uint32_t>> RowPartition::Group(
-    absl::Span<const uint64_t> ids) const {
-  std::vector<std::vector<uint32_t>> groups(num_shards_);
-  for (uint32_t i = 0; i < ids.size(); ++i) {
-    groups[ShardOf(ids[i])].push_back(i);
-  }
-  return groups;
 }
 
 }  // namespace ps

@@ -11,11 +11,9 @@
 #define SHARDPS_PS_WIRE_ROW_PARTITION_H_
 
 #include <cstdint>
-#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "absl/types/span.h"
 #include "proto/shardps.pb.h"
 
 namespace ps {
@@ -40,10 +38,6 @@ class RowPartition {
   RowSharding sharding() const { return sharding_; }
   int num_shards() const { return num_shards_; }
   int ShardOf(uint64_t id) const;
-
-  // The positions in `ids` of each shard's ids, in their order in `ids`.
-  std::vector<std::vector<uint32_t>> Group(
-      absl::Span<const uint64_t> ids) const;
 
  private:
   RowSharding sharding_;

@@ -8,7 +8,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -160,6 +162,38 @@ TEST_F(RowOpsTest, RepeatedIdsAreSummedAndAnotherClientSeesTheRows) {
     EXPECT_EQ(out[kDim + j], -grads[kDim + j]);
     EXPECT_EQ(out[2 * kDim + j], -grads[3 * kDim + j]);
   }
+}
+
+TEST_F(RowOpsTest, ManyRepeatsOverManyCallsAreEachSummedOnce) {
+  StartServers();
+  std::unique_ptr<Client> client = Connect();
+  ASSERT_TRUE(client->CreateRowTable(Table(Zero())).ok());
+  // 2000 draws of 300 ids: about 1700 repeats, spread over the three
+  // servers' calls of 64 rows.
+  std::mt19937 random(5);
+  std::vector<uint64_t> ids(2000);
+  for (uint64_t& id : ids) id = (random() % 300) * 104729;
+  std::vector<float> grads(ids.size() * kDim);
+  for (float& g : grads) g = static_cast<float>(random() % 1000) / 64.0f - 7;
+  ASSERT_TRUE(client->PushRows("emb", ids, grads.data()).ok());
+  // Summed in the callers' order, as the client sums them.
+  std::map<uint64_t, std::vector<float>> sums;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    auto [it, fresh] = sums.try_emplace(ids[i], kDim, 0.0f);
+    for (uint32_t j = 0; j < kDim; ++j) {
+      it->second[j] =
+          fresh ? grads[i * kDim + j] : it->second[j] + grads[i * kDim + j];
+    }
+  }
+  std::vector<float> out(ids.size() * kDim);
+  ASSERT_TRUE(client->PullRows("emb", ids, out.data(), false).ok());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    for (uint32_t j = 0; j < kDim; ++j) {
+      ASSERT_EQ(out[i * kDim + j], -sums[ids[i]][j]) << "id " << ids[i];
+    }
+  }
+  const std::vector<uint64_t> rows = Rows(*client);
+  EXPECT_EQ(rows[0] + rows[1] + rows[2], sums.size());
 }
 
 TEST_F(RowOpsTest, PushesAreAppliedOnceWhileRepliesAreLost) {

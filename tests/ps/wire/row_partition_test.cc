@@ -73,14 +73,5 @@ TEST(RowPartitionTest, RangeCutsTheIdSpaceIntoEqualParts) {
   EXPECT_EQ(whole.ShardOf(1ull << 63), 1);
 }
 
-TEST(RowPartitionTest, GroupKeepsEachShardsIdsInOrder) {
-  const RowPartition p(RowSharding::kRange, 2, 100);
-  const std::vector<uint64_t> ids = {70, 3, 99, 10, 50};
-  const std::vector<std::vector<uint32_t>> groups = p.Group(ids);
-  ASSERT_EQ(groups.size(), 2u);
-  EXPECT_EQ(groups[0], (std::vector<uint32_t>{1, 3}));
-  EXPECT_EQ(groups[1], (std::vector<uint32_t>{0, 2, 4}));
-}
-
 }  // namespace
 }  // namespace ps
