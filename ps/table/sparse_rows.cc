@@ -42,16 +42,36 @@ void SparseRows::PrefetchRow(uint64_t index) {
   for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(row + b);
 }
 
-size_t SparseRows::FindRows(absl::Span<const uint64_t> ids) {
+size_t SparseRows::FindRows(absl::Span<const uint64_t> ids, bool* repeated) {
   slots_.resize(ids.size());
+  if (repeated != nullptr) NextEpoch();
+  const uint64_t stamp = uint64_t{epoch_} << kRowBits;
   size_t not_held = 0;
   for (size_t i = 0; i < ids.size(); ++i) {
     if (i + kAhead < ids.size()) index_.prefetch(ids[i + kAhead]);
     auto it = index_.find(ids[i]);
-    slots_[i] = it == index_.end() ? kNotHeld : it->second;
-    not_held += it == index_.end();
+    if (it == index_.end()) {
+      slots_[i] = kNotHeld;
+      ++not_held;
+      continue;
+    }
+    uint64_t& entry = it->second;
+    slots_[i] = RowIndex(entry);
+    if (repeated != nullptr) {
+      if ((entry & ~kRowMask) == stamp) *repeated = true;
+      entry = RowIndex(entry) | stamp;
+    }
   }
   return not_held;
+}
+
+void SparseRows::NextEpoch() {
+  if (epoch_ < kLastEpoch) {
+    ++epoch_;
+    return;
+  }
+  for (auto& [id, entry] : index_) entry = RowIndex(entry);
+  epoch_ = 1;
 }
 
 absl::Status SparseRows::CheckRoom(absl::Span<const uint64_t> ids) {
@@ -60,35 +80,15 @@ absl::Status SparseRows::CheckRoom(absl::Span<const uint64_t> ids) {
     if (slots_[i] == kNotHeld) fresh_.insert(ids[i]);
   }
   const uint64_t fresh = fresh_.size();
-  if (index_.size() + fresh > options_.max_rows) {
+  // Row indexes have kRowBits bits (a trillion rows, more than memory
+  // holds).
+  const uint64_t most = std::min(options_.max_rows, kRowMask + 1);
+  if (index_.size() + fresh > most) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "the call would create ", fresh, " rows, but the table holds ",
-        index_.size(), " of at most ", options_.max_rows,
-        " on this server (max_rows)"));
+        index_.size(), " of at most ", most, " on this server (max_rows)"));
   }
   return absl::OkStatus();
-}
-
-bool SparseRows::AnyRepeated(size_t not_held) {
-  if (fresh_.size() != not_held) return true;
-  if (++epoch_ == 0) {
-    for (Block& b : blocks_) std::fill(b.touched.begin(), b.touched.end(), 0);
-    epoch_ = 1;
-  }
-  for (size_t i = 0; i < slots_.size(); ++i) {
-    const uint64_t slot = slots_[i];
-    if (i + kAhead < slots_.size() && slots_[i + kAhead] != kNotHeld) {
-      const uint64_t ahead = slots_[i + kAhead];
-      __builtin_prefetch(
-          &blocks_[ahead / kBlockRows].touched[ahead % kBlockRows]);
-      PrefetchRow(ahead);
-    }
-    if (slot == kNotHeld) continue;
-    uint32_t& touched = blocks_[slot / kBlockRows].touched[slot % kBlockRows];
-    if (touched == epoch_) return true;
-    touched = epoch_;
-  }
-  return false;
 }
 
 float* SparseRows::Values(uint64_t index) {
@@ -105,14 +105,13 @@ void SparseRows::Apply(uint64_t index, float* row, UnalignedFloats grad,
 void SparseRows::AddBlock() {
   const uint64_t floats = uint64_t{kBlockRows} * options_.dim;
   // Validated by Create: the optimizer builds.
-  blocks_.push_back({std::vector<float>(floats),
-                     *MakeUpdater(options_.optimizer, floats),
-                     std::vector<uint32_t>(kBlockRows, 0)});
+  blocks_.push_back(
+      {std::vector<float>(floats), *MakeUpdater(options_.optimizer, floats)});
 }
 
 float* SparseRows::RowOf(uint64_t id, uint64_t* index) {
   auto [it, fresh] = index_.try_emplace(id, index_.size());
-  *index = it->second;
+  *index = RowIndex(it->second);
   float* row;
   if (fresh) {
     if (*index / kBlockRows == blocks_.size()) AddBlock();
@@ -135,7 +134,8 @@ absl::Status SparseRows::Pull(absl::Span<const uint64_t> ids, bool create,
       if (i + kAhead < ids.size()) index_.prefetch(ids[i + kAhead]);
       auto it = index_.find(ids[i]);
       if (it != index_.end()) {
-        std::memcpy(out + i * dim, Values(it->second), dim * sizeof(float));
+        std::memcpy(out + i * dim, Values(RowIndex(it->second)),
+                    dim * sizeof(float));
         continue;
       }
       if (!create) {
@@ -170,9 +170,12 @@ absl::Status SparseRows::Push(absl::Span<const uint64_t> ids,
         "the row gradients hold a NaN or an infinity");
   }
   absl::MutexLock lock(&mu_);
-  const size_t not_held = FindRows(ids);
+  bool repeated = false;
+  const size_t not_held = FindRows(ids, &repeated);
   if (absl::Status s = CheckRoom(ids); !s.ok()) return s;
-  if (AnyRepeated(not_held)) return PushSummed(ids, grads, lr_scale);
+  if (repeated || fresh_.size() != not_held) {
+    return PushSummed(ids, grads, lr_scale);
+  }
   // Every id once (clients de-duplicate): each gradient applies as it is.
   for (size_t i = 0; i < ids.size(); ++i) {
     if (i + kAhead < ids.size() && slots_[i + kAhead] != kNotHeld) {

@@ -16,6 +16,7 @@
 #define SHARDPS_PS_TABLE_SPARSE_ROWS_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -27,6 +28,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "proto/shardps.pb.h"
+#include "ps/table/huge_page_allocator.h"
 #include "ps/table/updater.h"
 #include "ps/wire/float_pieces.h"
 
@@ -77,25 +79,30 @@ class SparseRows {
   struct Block {
     std::vector<float> values;  // kBlockRows * dim
     std::unique_ptr<Updater> updater;
-    // Per row, the last push that touched it (Push's epoch_): a repeated
-    // id is found without hashing every id a second time.
-    std::vector<uint32_t> touched;
   };
   static constexpr uint64_t kNotHeld = ~uint64_t{0};
+  // An index_ entry holds the row's index in its low kRowBits bits and,
+  // above them, the epoch_ of the last push that looked the row up: a
+  // repeated id is found in the same lookup, without a second pass.
+  static constexpr int kRowBits = 40;
+  static constexpr uint64_t kRowMask = (uint64_t{1} << kRowBits) - 1;
+  static constexpr uint32_t kLastEpoch = (uint32_t{1} << (64 - kRowBits)) - 1;
+  static uint64_t RowIndex(uint64_t entry) { return entry & kRowMask; }
 
   explicit SparseRows(SparseRowsOptions options)
       : options_(std::move(options)) {}
   // Finds each id's row, into slots_ (kNotHeld for rows not held yet);
-  // the number of those ids.
-  size_t FindRows(absl::Span<const uint64_t> ids)
+  // the number of those ids. With `repeated`, stamps each held row with a
+  // new epoch_ and sets *repeated when one is found twice.
+  size_t FindRows(absl::Span<const uint64_t> ids, bool* repeated = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Rows for `ids` not held yet, once each (fresh_); RESOURCE_EXHAUSTED when
   // they would pass max_rows.
   absl::Status CheckRoom(absl::Span<const uint64_t> ids)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Whether an id repeats in `ids`, given slots_ and fresh_ from FindRows
-  // and CheckRoom.
-  bool AnyRepeated(size_t not_held) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Moves to the next epoch_, clearing every stamp when the stamps' bits
+  // run out.
+  void NextEpoch() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Push when ids repeat: their gradients summed first.
   absl::Status PushSummed(absl::Span<const uint64_t> ids, UnalignedFloats grads,
                           float lr_scale) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -110,7 +117,11 @@ class SparseRows {
 
   const SparseRowsOptions options_;
   mutable absl::Mutex mu_;
-  absl::flat_hash_map<uint64_t, uint64_t> index_ ABSL_GUARDED_BY(mu_);
+  // Id -> row index, on huge pages: calls look ids up all over it.
+  absl::flat_hash_map<uint64_t, uint64_t, absl::Hash<uint64_t>,
+                      std::equal_to<uint64_t>,
+                      HugePageAllocator<std::pair<const uint64_t, uint64_t>>>
+      index_ ABSL_GUARDED_BY(mu_);
   std::vector<uint64_t> ids_ ABSL_GUARDED_BY(mu_);  // of each row index
   std::vector<Block> blocks_ ABSL_GUARDED_BY(mu_);
   uint32_t epoch_ ABSL_GUARDED_BY(mu_) = 0;
