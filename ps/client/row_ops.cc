@@ -1,13 +1,15 @@
 // ps::Client, continued: sparse tables (rows by id; DESIGN.md "Sparse
-// tables"). Ids are de-duplicated, grouped by shard with the table's
-// RowPartition and sent in calls of at most chunk_bytes, all shards at
-// once; pushes carry the client's session and sequence, so that servers
-// apply each call once however often it is retried.
+// tables"). Ids are grouped by shard with the table's RowPartition and
+// hashed into buckets of about chunk_bytes (RowBuckets), each de-duplicated
+// and sent by one of the shard's lanes, all shards at once; pushes carry
+// the client's session and sequence, so that servers apply each call once
+// however often it is retried.
 #include <grpcpp/client_context.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <thread>
 #include <utility>
 
@@ -19,6 +21,7 @@
 #include "ps/client/connections.h"
 #include "ps/client/fan_out.h"
 #include "ps/client/push_op.h"
+#include "ps/client/row_buckets.h"
 #include "ps/wire/float_pieces.h"
 #include "ps/wire/row_partition.h"
 #include "ps/wire/table_spec.h"
@@ -44,94 +47,53 @@ shardps::CreateTableRequest RowShardSpec(const RowTableOptions& t,
   return r;
 }
 
-// A call's distinct ids grouped by shard: shard s's are ids[begin[s],
-// begin[s + 1]), and position i of the caller's ids holds ids[slot[i]].
-// Rows travel in this order, so each shard's calls read and write one
-// contiguous stretch of a single buffer. first[k] is the caller's first
-// position of ids[k]; repeats lists the later positions of ids that occur
-// more than once.
-struct ShardedIds {
-  std::vector<uint64_t> ids;
-  std::vector<size_t> begin;
-  std::vector<uint32_t> slot;
-  std::vector<uint32_t> first;
-  std::vector<uint32_t> repeats;
-};
-
-// Ids ahead of the one being de-duplicated whose hash-map slot is
-// prefetched: the map of a 10^5-id call outgrows the core's cache.
-constexpr size_t kDedupAhead = 16;
-
-// Gradient floats from which a push checks them on a thread of their own,
-// beside the grouping of its ids: below, thread start-up is not repaid.
+// Gradient floats from which a push checks them on a thread of its own,
+// beside the bucketing of its ids: below, thread start-up is not repaid.
 constexpr size_t kCheckAsideAbove = 1 << 16;
 
-ShardedIds GroupByShard(absl::Span<const uint64_t> ids,
-                        const RowPartition& partition) {
-  std::vector<uint32_t> first;  // of each distinct id, in first-seen order
-  std::vector<uint32_t> distinct_of_position(ids.size());
-  std::vector<uint32_t> repeats;
-  absl::flat_hash_map<uint64_t, uint32_t> seen;
-  seen.reserve(ids.size());
-  first.reserve(ids.size());
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (i + kDedupAhead < ids.size()) seen.prefetch(ids[i + kDedupAhead]);
-    auto [it, fresh] = seen.try_emplace(ids[i], first.size());
-    if (fresh) {
-      first.push_back(i);
-    } else {
-      repeats.push_back(i);
-    }
-    distinct_of_position[i] = it->second;
-  }
-  // A counting sort of the distinct ids by shard, stable within a shard.
-  const int shards = partition.num_shards();
-  std::vector<uint32_t> shard_of(first.size(), 0);
-  ShardedIds out;
-  out.begin.assign(shards + 1, 0);
-  for (size_t d = 0; d < first.size(); ++d) {
-    if (shards > 1) shard_of[d] = partition.ShardOf(ids[first[d]]);
-    ++out.begin[shard_of[d] + 1];
-  }
-  for (int s = 0; s < shards; ++s) out.begin[s + 1] += out.begin[s];
-  std::vector<size_t> next(out.begin.begin(), out.begin.end() - 1);
-  std::vector<uint32_t> slot_of_distinct(first.size());
-  out.ids.resize(first.size());
-  out.first.resize(first.size());
-  for (size_t d = 0; d < first.size(); ++d) {
-    const size_t k = next[shard_of[d]]++;
-    slot_of_distinct[d] = k;
-    out.ids[k] = ids[first[d]];
-    out.first[k] = first[d];
-  }
-  out.slot.resize(ids.size());
-  for (size_t i = 0; i < ids.size(); ++i) {
-    out.slot[i] = slot_of_distinct[distinct_of_position[i]];
-  }
-  out.repeats = std::move(repeats);
-  return out;
+// Rows ahead of the one a push call copies whose memory is prefetched.
+constexpr size_t kRowsAhead = 8;
+
+// A size of gradients up to which no id's summed repeats can overflow to
+// infinity: an id occurs at most n times, and n values of at most b sum,
+// with the rounding of 2^24 additions at most, to well under 8 n b.
+float SafeToSum(size_t n) {
+  if (n > (size_t{1} << 24)) return 0;
+  return std::numeric_limits<float>::max() / (8.0f * std::max<size_t>(n, 1));
 }
 
-// Each shard's stretch of ShardedIds cut into calls of at most `per_call`
-// rows.
-struct ChunkedIds {
-  ChunkedIds(const ShardedIds& sharded, size_t per_call)
-      : begin(sharded.begin), per_call(std::max<size_t>(1, per_call)) {
-    for (size_t s = 0; s + 1 < begin.size(); ++s) {
-      count.push_back((begin[s + 1] - begin[s] + this->per_call - 1) /
-                      this->per_call);
-    }
-  }
-  // The first row and the row count of `shard`'s chunk-th call.
-  std::pair<size_t, size_t> Range(int shard, size_t chunk) const {
-    const size_t first = begin[shard] + chunk * per_call;
-    return {first, std::min(per_call, begin[shard + 1] - first)};
-  }
-
-  const std::vector<size_t>& begin;
-  const size_t per_call;
-  std::vector<size_t> count;
+// A push bucket's distinct ids and their gradients: rows[k][0, dim) for
+// ids[k], in the caller's gradients (no copy of the whole push) or, for an
+// id that repeats, in `sums`, where its gradients are added up in the
+// caller's order so that it travels once.
+struct BucketRows {
+  std::vector<uint64_t> ids;
+  std::vector<const float*> rows;
+  std::vector<float> sums;
 };
+
+BucketRows SumBucket(absl::Span<const uint64_t> ids,
+                     absl::Span<const uint32_t> positions, const float* grads,
+                     uint32_t dim) {
+  DistinctIds distinct = Deduplicate(ids, positions);
+  BucketRows out;
+  out.rows.resize(distinct.ids.size());
+  for (size_t k = 0; k < out.rows.size(); ++k) {
+    out.rows[k] = grads + uint64_t{distinct.first[k]} * dim;
+  }
+  absl::flat_hash_map<uint32_t, size_t> sum_of;  // k -> offset in sums
+  for (uint32_t j : distinct.repeats) {
+    const uint32_t k = distinct.index[j];
+    auto [it, fresh] = sum_of.try_emplace(k, out.sums.size());
+    if (fresh) out.sums.insert(out.sums.end(), out.rows[k], out.rows[k] + dim);
+    float* sum = &out.sums[it->second];
+    const float* grad = grads + uint64_t{positions[j]} * dim;
+    for (uint32_t c = 0; c < dim; ++c) sum[c] += grad[c];
+  }
+  for (const auto& [k, at] : sum_of) out.rows[k] = &out.sums[at];
+  out.ids = std::move(distinct.ids);
+  return out;
+}
 
 // One call to `shard` with the client's deadline and token; its error names
 // the shard.
@@ -283,27 +245,35 @@ absl::Status Client::PullRows(absl::string_view table,
   absl::StatusOr<const RowTableInfo*> info = FindRowTable(table);
   if (!info.ok()) return info.status();
   const uint32_t dim = (*info)->dim;
-  const ShardedIds sharded = GroupByShard(ids, (*info)->partition);
-  std::vector<float> rows(sharded.ids.size() * dim);
-  const ChunkedIds chunks(sharded,
-                          options_.chunk_bytes / (sizeof(float) * dim));
-  if (absl::Status s =
-          ForEachChunk(chunks.count, options_.max_inflight_per_server,
-                       [&](int shard, size_t chunk) {
-                         const auto [first, n] = chunks.Range(shard, chunk);
-                         return PullRowsCall(
-                             shard, chunk, dim, table,
-                             absl::MakeConstSpan(sharded.ids).subspan(first, n),
-                             create, rows.data() + first * dim);
-                       });
-      !s.ok()) {
-    return s;
-  }
-  for (size_t i = 0; i < ids.size(); ++i) {
-    std::memcpy(out + i * dim, &rows[uint64_t{sharded.slot[i]} * dim],
-                dim * sizeof(float));
-  }
-  return absl::OkStatus();
+  const size_t per_call =
+      std::max<size_t>(1, options_.chunk_bytes / (sizeof(float) * dim));
+  const RowBuckets buckets(ids, (*info)->partition, per_call);
+  return ForEachChunk(
+      buckets.count(), options_.max_inflight_per_server,
+      [&](int shard, size_t bucket) {
+        const absl::Span<const uint32_t> positions =
+            buckets.Positions(shard, bucket);
+        const DistinctIds distinct = Deduplicate(ids, positions);
+        const size_t n = distinct.ids.size();
+        std::vector<float> rows(n * dim);
+        const size_t buckets_here = buckets.count()[shard];
+        for (size_t first = 0, sub = 0; first < n; first += per_call, ++sub) {
+          const size_t k = std::min(per_call, n - first);
+          if (absl::Status s = PullRowsCall(
+                  shard, bucket + sub * buckets_here, dim, table,
+                  absl::MakeConstSpan(distinct.ids).subspan(first, k), create,
+                  rows.data() + first * dim);
+              !s.ok()) {
+            return s;
+          }
+        }
+        for (size_t j = 0; j < positions.size(); ++j) {
+          std::memcpy(out + uint64_t{positions[j]} * dim,
+                      &rows[uint64_t{distinct.index[j]} * dim],
+                      dim * sizeof(float));
+        }
+        return absl::OkStatus();
+      });
 }
 
 absl::Status Client::PullRowsCall(int shard, size_t channel, uint32_t dim,
@@ -371,59 +341,66 @@ absl::Status Client::PushRows(absl::string_view table,
     return absl::InvalidArgumentError(absl::StrCat(
         "learning rate scale must be finite and >= 0, got ", lr_scale));
   }
-  // Nothing is sent before both the gradients are checked and the ids
-  // grouped; a large push does the two side by side.
-  const UnalignedFloats all_grads(grads, ids.size() * dim);
-  bool finite = true;
-  ShardedIds sharded;
-  if (all_grads.size() < kCheckAsideAbove) {
-    finite = AllFinite(all_grads);
-    if (finite) sharded = GroupByShard(ids, (*info)->partition);
+  const size_t per_call =
+      std::max<size_t>(1, options_.push_chunk_bytes / (sizeof(float) * dim));
+  // Nothing is sent before the gradients are checked; a large push checks
+  // them while its ids are put in buckets.
+  const UnalignedFloats all(grads, ids.size() * dim);
+  Magnitudes sizes{};
+  std::thread checker;
+  if (all.size() < kCheckAsideAbove) {
+    sizes = CheckMagnitudes(all, SafeToSum(ids.size()));
   } else {
-    std::thread checker([&] { finite = AllFinite(all_grads); });
-    sharded = GroupByShard(ids, (*info)->partition);
-    checker.join();
+    checker = std::thread(
+        [&] { sizes = CheckMagnitudes(all, SafeToSum(ids.size())); });
   }
-  if (!finite) {
+  const RowBuckets buckets(ids, (*info)->partition, per_call);
+  if (checker.joinable()) checker.join();
+  if (!sizes.finite) {
     return absl::InvalidArgumentError(
         absl::StrCat("the row gradients for table '", table,
                      "' hold a NaN or an infinity: nothing was sent"));
   }
-  // Each row in shard order is read where it is: in the caller's gradients
-  // (no copy of the whole push), or, for an id that repeats, in `sums`,
-  // where its gradients are added up so that it travels once.
-  std::vector<const float*> rows(sharded.ids.size());
-  for (size_t k = 0; k < rows.size(); ++k) {
-    rows[k] = grads + uint64_t{sharded.first[k]} * dim;
-  }
-  std::vector<float> sums;
-  if (!sharded.repeats.empty()) {
-    absl::flat_hash_map<uint32_t, size_t> sum_of_slot;
-    for (uint32_t i : sharded.repeats) {
-      const uint32_t k = sharded.slot[i];
-      auto [it, fresh] = sum_of_slot.try_emplace(k, sums.size());
-      if (fresh) sums.insert(sums.end(), rows[k], rows[k] + dim);
-      float* sum = &sums[it->second];
-      for (uint32_t j = 0; j < dim; ++j) sum[j] += grads[uint64_t{i} * dim + j];
+  // Each bucket is summed by the lane that sends it, unless a sum could
+  // overflow: then every bucket is summed and checked before any is sent,
+  // so that the push stays all-or-nothing.
+  const bool sum_in_lanes = sizes.within;
+  std::vector<std::vector<BucketRows>> summed(buckets.count().size());
+  for (size_t s = 0; !sum_in_lanes && s < summed.size(); ++s) {
+    for (size_t b = 0; b < buckets.count()[s]; ++b) {
+      summed[s].push_back(SumBucket(ids, buckets.Positions(s, b), grads, dim));
+      const std::vector<float>& sums = summed[s].back().sums;
+      if (!AllFinite(UnalignedFloats(sums.data(), sums.size()))) {
+        return absl::InvalidArgumentError(
+            "the summed gradients of a repeated id overflow to infinity: "
+            "nothing was sent");
+      }
     }
-    if (!AllFinite(UnalignedFloats(sums.data(), sums.size()))) {
-      return absl::InvalidArgumentError(
-          "the summed gradients of a repeated id overflow to infinity: "
-          "nothing was sent");
-    }
-    for (const auto& [k, at] : sum_of_slot) rows[k] = &sums[at];
   }
-  const ChunkedIds chunks(sharded,
-                          options_.push_chunk_bytes / (sizeof(float) * dim));
   const PushTag tag = OpenPush(lr_scale);
   absl::Status pushed = ForEachChunk(
-      chunks.count, options_.max_inflight_per_server,
-      [&](int shard, size_t chunk) {
-        const auto [first, n] = chunks.Range(shard, chunk);
-        return PushRowsCall(shard, chunk, dim, table,
-                            absl::MakeConstSpan(sharded.ids).subspan(first, n),
-                            absl::MakeConstSpan(rows).subspan(first, n),
-                            static_cast<uint32_t>(chunk), tag);
+      buckets.count(), options_.max_inflight_per_server,
+      [&](int shard, size_t bucket) {
+        BucketRows own;
+        if (sum_in_lanes) {
+          own = SumBucket(ids, buckets.Positions(shard, bucket), grads, dim);
+        }
+        const BucketRows& rows = sum_in_lanes ? own : summed[shard][bucket];
+        const size_t n = rows.ids.size();
+        const size_t buckets_here = buckets.count()[shard];
+        for (size_t first = 0, sub = 0; first < n; first += per_call, ++sub) {
+          const size_t k = std::min(per_call, n - first);
+          const size_t piece = bucket + sub * buckets_here;
+          if (absl::Status s =
+                  PushRowsCall(shard, piece, dim, table,
+                               absl::MakeConstSpan(rows.ids).subspan(first, k),
+                               absl::MakeConstSpan(rows.rows).subspan(first, k),
+                               static_cast<uint32_t>(piece), tag);
+              !s.ok()) {
+            return s;
+          }
+        }
+        return absl::OkStatus();
       });
   ClosePush(tag.sequence);
   return pushed;
@@ -451,9 +428,17 @@ absl::Status Client::PushRowsCall(int shard, size_t channel, uint32_t dim,
   PooledBuffer buffer =
       conns_->buffers().Acquire(kMaxWireHeaderBytes + value_bytes + ids_field);
   char* values = buffer.data() + kMaxWireHeaderBytes;
-  // Row k of this call, encoded.
+  // Row k of this call, encoded. The rows lie scattered over the caller's
+  // gradients (a bucket's ids are spread by their hash): the ones a few
+  // places on are asked for while this one is copied.
   const size_t row_bytes = EncodedBytes(encoding, dim);
   for (size_t k = 0; k < rows.size(); ++k) {
+    if (k + kRowsAhead < rows.size()) {
+      const char* ahead = reinterpret_cast<const char*>(rows[k + kRowsAhead]);
+      for (size_t b = 0; b < dim * sizeof(float); b += 64) {
+        __builtin_prefetch(ahead + b);
+      }
+    }
     char* to = values + k * row_bytes;
     switch (encoding) {
       case shardps::FP16:

@@ -3,20 +3,32 @@
 #include <algorithm>
 #include <cassert>
 #include <cstdint>
+#include <cstring>
+#include <limits>
 
 namespace ps {
 
-bool AllFinite(UnalignedFloats values) {
-  // Exponent bits all set means NaN or Inf. Written on the bit pattern and
-  // without an early exit so that the compiler vectorizes it.
-  uint32_t bad = 0;
+Magnitudes CheckMagnitudes(UnalignedFloats values, float bound) {
+  // Magnitudes compare as their bit patterns do (as int32, all >= 0), and
+  // those of NaN and Inf are the largest. Two ORs and no early exit: the
+  // compiler vectorizes it.
+  int32_t bound_bits;
+  std::memcpy(&bound_bits, &bound, sizeof bound_bits);
+  bound_bits &= 0x7fffffff;
+  int32_t not_finite = 0, above = 0;
   for (size_t i = 0; i < values.size(); ++i) {
     const float v = values[i];
-    uint32_t bits;
+    int32_t bits;
     std::memcpy(&bits, &v, sizeof bits);
-    bad |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
+    bits &= 0x7fffffff;
+    not_finite |= bits >= 0x7f800000;
+    above |= bits > bound_bits;
   }
-  return bad == 0;
+  return {not_finite == 0, above == 0};
+}
+
+bool AllFinite(UnalignedFloats values) {
+  return CheckMagnitudes(values, std::numeric_limits<float>::max()).finite;
 }
 
 FloatPieces::FloatPieces(absl::Span<const absl::string_view> pieces)

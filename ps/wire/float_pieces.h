@@ -44,6 +44,13 @@ class UnalignedFloats {
 
 // True when no value is NaN or +-Inf.
 bool AllFinite(UnalignedFloats values);
+// Whether no value is NaN or +-Inf, and whether every |value| is at most
+// `bound` (>= 0; NaN's and Inf's are above any).
+struct Magnitudes {
+  bool finite;
+  bool within;
+};
+Magnitudes CheckMagnitudes(UnalignedFloats values, float bound);
 
 class FloatPieces {
  public:

@@ -144,6 +144,11 @@ absl::Status SplitBulkField(const grpc::ByteBuffer& buffer, int bulk_field,
           }
         } else {
           out->rest.append(scratch, WriteVarint(length, scratch) - scratch);
+          // A large field (a sparse call's ids) is copied once, not again
+          // each time the string outgrows itself.
+          if (length <= buffer.Length()) {
+            out->rest.reserve(out->rest.size() + length);
+          }
           if (!cursor.Take(length, append_rest)) {
             return malformed("field runs past the end");
           }

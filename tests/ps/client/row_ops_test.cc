@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <map>
 #include <memory>
 #include <random>
@@ -196,6 +197,23 @@ TEST_F(RowOpsTest, ManyRepeatsOverManyCallsAreEachSummedOnce) {
   EXPECT_EQ(rows[0] + rows[1] + rows[2], sums.size());
 }
 
+TEST_F(RowOpsTest, LargeGradientsWhoseSumsStayFiniteAreApplied) {
+  StartServers();
+  std::unique_ptr<Client> client = Connect();
+  ASSERT_TRUE(client->CreateRowTable(Table(Zero())).ok());
+  // Large enough that the client sums every repeat before sending any.
+  const std::vector<uint64_t> ids = {3, 5, 3};
+  const std::vector<float> grads(3 * kDim, 1e38f);
+  ASSERT_TRUE(client->PushRows("emb", ids, grads.data()).ok());
+  std::vector<float> out(2 * kDim);
+  const std::vector<uint64_t> read = {3, 5};
+  ASSERT_TRUE(client->PullRows("emb", read, out.data(), false).ok());
+  for (uint32_t j = 0; j < kDim; ++j) {
+    EXPECT_EQ(out[j], -2e38f);
+    EXPECT_EQ(out[kDim + j], -1e38f);
+  }
+}
+
 TEST_F(RowOpsTest, PushesAreAppliedOnceWhileRepliesAreLost) {
   StartServers(/*drop_reply_fraction=*/0.3);
   std::unique_ptr<Client> client = Connect(absl::Seconds(30));
@@ -221,6 +239,12 @@ TEST_F(RowOpsTest, BadInputIsRefusedByNameAndChangesNothing) {
   grads[5] = std::nanf("");
   absl::Status s = client->PushRows("emb", ids, grads.data());
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  // Repeats whose sum overflows, beside rows that alone would be fine.
+  const std::vector<uint64_t> twice = {7, 8, 7};
+  std::vector<float> huge(3 * kDim, std::numeric_limits<float>::max());
+  s = client->PushRows("emb", twice, huge.data());
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "overflow")) << s;
   std::vector<float> out(2 * kDim);
   s = client->PullRows("emb", ids, out.data(), /*create=*/false);
   EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s;

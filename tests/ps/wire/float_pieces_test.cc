@@ -73,5 +73,31 @@ TEST(FloatPiecesTest, FiniteCheckFindsNanAndInfAnywhere) {
   EXPECT_TRUE(pieces.RestAllFinite());
 }
 
+TEST(FloatPiecesTest, MagnitudesAreCheckedAgainstTheBound) {
+  auto check = [](const std::vector<float>& v, float bound) {
+    return CheckMagnitudes(UnalignedFloats(v.data(), v.size()), bound);
+  };
+  const std::vector<float> values = {0.5f, -3.25f, 2.0f, -0.0f, 1e-40f};
+  EXPECT_TRUE(check(values, 3.25f).finite);
+  EXPECT_TRUE(check(values, 3.25f).within);
+  EXPECT_FALSE(check(values, 3.24f).within);
+  EXPECT_TRUE(check({}, 0.0f).within);
+  const float most = std::numeric_limits<float>::max();
+  const std::vector<float> largest(37, -most);
+  EXPECT_TRUE(check(largest, most).finite);
+  EXPECT_TRUE(check(largest, most).within);
+  for (float bad : {std::numeric_limits<float>::quiet_NaN(),
+                    -std::numeric_limits<float>::quiet_NaN(),
+                    std::numeric_limits<float>::infinity(),
+                    -std::numeric_limits<float>::infinity()}) {
+    for (size_t where : {0u, 18u, 36u}) {
+      std::vector<float> some(37, 1.0f);
+      some[where] = bad;
+      EXPECT_FALSE(check(some, most).finite) << where;
+      EXPECT_FALSE(check(some, most).within) << where;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ps
