@@ -16,10 +16,12 @@ constexpr size_t kAhead = 16;
 RowBuckets::RowBuckets(absl::Span<const uint64_t> ids,
                        const RowPartition& partition, size_t rows_per_call) {
   const int shards = partition.num_shards();
-  std::vector<uint32_t> shard_of(ids.size(), 0);
+  // Each id's shard (none kept for one shard: all are on shard 0).
+  std::vector<uint32_t> shard_of(shards > 1 ? ids.size() : 0);
   std::vector<size_t> per_shard(shards, 0);
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (shards > 1) shard_of[i] = partition.ShardOf(ids[i]);
+  per_shard[0] = shards > 1 ? 0 : ids.size();
+  for (size_t i = 0; i < shard_of.size(); ++i) {
+    shard_of[i] = partition.ShardOf(ids[i]);
     ++per_shard[shard_of[i]];
   }
   // Enough buckets that one bucket's ids, repeats and all, fill about 7/8
@@ -35,7 +37,7 @@ RowBuckets::RowBuckets(absl::Span<const uint64_t> ids,
   begin_.assign(first_group_.back() + 1, 0);
   const absl::Hash<uint64_t> hash;
   for (size_t i = 0; i < ids.size(); ++i) {
-    const int s = shard_of[i];
+    const int s = shards > 1 ? shard_of[i] : 0;
     // The hash scaled onto [0, count) without a division (Lemire).
     const size_t bucket = static_cast<size_t>(
         (static_cast<unsigned __int128>(hash(ids[i])) * count_[s]) >> 64);
