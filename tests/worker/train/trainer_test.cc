@@ -369,8 +369,10 @@ TEST_F(TrainerTest, OverlappedLayersUnderSyncMatchTheBaseline) {
     TrainerOptions o = Options();
     o.table = std::string("sync-") + overlap;
     std::unique_ptr<ps::Client> client = Connect();
-    ASSERT_TRUE(
-        client->OpenTable({o.table, kTinyCnnParams}, absl::Seconds(5)).ok());
+    ps::TableOptions table;
+    table.name = o.table;
+    table.num_params = kTinyCnnParams;
+    ASSERT_TRUE(client->OpenTable(table, absl::Seconds(5)).ok());
     models.push_back(ModelOnServers(*client, o, kTinyCnnParams));
   }
   EXPECT_EQ(models[1], models[0]);
