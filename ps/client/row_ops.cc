@@ -57,6 +57,13 @@ constexpr size_t kRowsAhead = 8;
 // A size of gradients up to which no id's summed repeats can overflow to
 // infinity: an id occurs at most n times, and n values of at most b sum,
 // with the rounding of 2^24 additions at most, to well under 8 n b.
+// RowBuckets numbers a call's positions in 32 bits.
+absl::Status CheckIdCount(size_t n) {
+  if (n <= std::numeric_limits<uint32_t>::max()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      n, " ids in one call; a call takes at most 2^32 - 1: split it"));
+}
+
 float SafeToSum(size_t n) {
   if (n > (size_t{1} << 24)) return 0;
   return std::numeric_limits<float>::max() / (8.0f * std::max<size_t>(n, 1));
@@ -245,6 +252,7 @@ absl::Status Client::PullRows(absl::string_view table,
   absl::StatusOr<const RowTableInfo*> info = FindRowTable(table);
   if (!info.ok()) return info.status();
   const uint32_t dim = (*info)->dim;
+  if (absl::Status s = CheckIdCount(ids.size()); !s.ok()) return s;
   const size_t per_call =
       std::max<size_t>(1, options_.chunk_bytes / (sizeof(float) * dim));
   const RowBuckets buckets(ids, (*info)->partition, per_call);
@@ -341,6 +349,7 @@ absl::Status Client::PushRows(absl::string_view table,
     return absl::InvalidArgumentError(absl::StrCat(
         "learning rate scale must be finite and >= 0, got ", lr_scale));
   }
+  if (absl::Status s = CheckIdCount(ids.size()); !s.ok()) return s;
   const size_t per_call =
       std::max<size_t>(1, options_.push_chunk_bytes / (sizeof(float) * dim));
   // Nothing is sent before the gradients are checked; a large push checks

@@ -245,7 +245,14 @@ TEST_F(RowOpsTest, BadInputIsRefusedByNameAndChangesNothing) {
   s = client->PushRows("emb", twice, huge.data());
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
   EXPECT_TRUE(absl::StrContains(s.message(), "overflow")) << s;
+  // More ids than a call numbers (refused before any is read).
+  const absl::Span<const uint64_t> too_many(ids.data(), size_t{1} << 32);
+  s = client->PushRows("emb", too_many, grads.data());
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "at most 2^32 - 1")) << s;
   std::vector<float> out(2 * kDim);
+  s = client->PullRows("emb", too_many, out.data());
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
   s = client->PullRows("emb", ids, out.data(), /*create=*/false);
   EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s;
   EXPECT_TRUE(absl::StrContains(s.message(), "does not exist")) << s;
