@@ -81,4 +81,34 @@ DistinctIds Deduplicate(absl::Span<const uint64_t> ids,
   return out;
 }
 
+BucketRows SumBucket(absl::Span<const uint64_t> ids,
+                     absl::Span<const uint32_t> positions, const float* grads,
+                     uint32_t dim) {
+  DistinctIds distinct = Deduplicate(ids, positions);
+  BucketRows out;
+  out.rows.resize(distinct.ids.size());
+  for (size_t k = 0; k < out.rows.size(); ++k) {
+    out.rows[k] = grads + uint64_t{distinct.first[k]} * dim;
+  }
+  // Per distinct id, where its sum starts in `sums` (kNone: no repeat).
+  constexpr size_t kNone = ~size_t{0};
+  std::vector<size_t> sum_at(distinct.repeats.empty() ? 0 : out.rows.size(),
+                             kNone);
+  for (uint32_t j : distinct.repeats) {
+    const uint32_t k = distinct.index[j];
+    if (sum_at[k] == kNone) {
+      sum_at[k] = out.sums.size();
+      out.sums.insert(out.sums.end(), out.rows[k], out.rows[k] + dim);
+    }
+    float* sum = &out.sums[sum_at[k]];
+    const float* grad = grads + uint64_t{positions[j]} * dim;
+    for (uint32_t c = 0; c < dim; ++c) sum[c] += grad[c];
+  }
+  for (size_t k = 0; k < sum_at.size(); ++k) {
+    if (sum_at[k] != kNone) out.rows[k] = &out.sums[sum_at[k]];
+  }
+  out.ids = std::move(distinct.ids);
+  return out;
+}
+
 }  // namespace ps

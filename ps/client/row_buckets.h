@@ -4,6 +4,7 @@
 // each bucket is de-duplicated on its own (DistinctIds), by the thread that
 // sends it, while other buckets' calls are already on the wire; and a
 // bucket's map of ids is small enough to stay in the core's cache.
+// SumBucket makes a push bucket's rows from the caller's gradients.
 //
 // Thread-safety: immutable after construction.
 #ifndef SHARDPS_PS_CLIENT_ROW_BUCKETS_H_
@@ -51,6 +52,26 @@ struct DistinctIds {
 };
 DistinctIds Deduplicate(absl::Span<const uint64_t> ids,
                         absl::Span<const uint32_t> positions);
+
+// A push bucket's distinct ids and their gradients: rows[k][0, dim) for
+// ids[k], in the caller's gradients (no copy of the whole push) or, for an
+// id that repeats, in `sums`, where its gradients are added up in the
+// caller's order so that it travels once. Moves keep `rows` valid; a copy
+// would not, so there is none.
+struct BucketRows {
+  BucketRows() = default;
+  BucketRows(BucketRows&&) = default;
+  BucketRows& operator=(BucketRows&&) = default;
+  BucketRows(const BucketRows&) = delete;
+  BucketRows& operator=(const BucketRows&) = delete;
+
+  std::vector<uint64_t> ids;
+  std::vector<const float*> rows;
+  std::vector<float> sums;
+};
+BucketRows SumBucket(absl::Span<const uint64_t> ids,
+                     absl::Span<const uint32_t> positions, const float* grads,
+                     uint32_t dim);
 
 }  // namespace ps
 

@@ -13,7 +13,7 @@
 #include <thread>
 #include <utility>
 
-#include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "google/protobuf/io/coded_stream.h"
@@ -22,6 +22,7 @@
 #include "ps/client/fan_out.h"
 #include "ps/client/push_op.h"
 #include "ps/client/row_buckets.h"
+#include "ps/wire/buffer_pool.h"
 #include "ps/wire/float_pieces.h"
 #include "ps/wire/row_partition.h"
 #include "ps/wire/table_spec.h"
@@ -69,37 +70,21 @@ float SafeToSum(size_t n) {
   return std::numeric_limits<float>::max() / (8.0f * std::max<size_t>(n, 1));
 }
 
-// A push bucket's distinct ids and their gradients: rows[k][0, dim) for
-// ids[k], in the caller's gradients (no copy of the whole push) or, for an
-// id that repeats, in `sums`, where its gradients are added up in the
-// caller's order so that it travels once.
-struct BucketRows {
-  std::vector<uint64_t> ids;
-  std::vector<const float*> rows;
-  std::vector<float> sums;
-};
-
-BucketRows SumBucket(absl::Span<const uint64_t> ids,
-                     absl::Span<const uint32_t> positions, const float* grads,
-                     uint32_t dim) {
-  DistinctIds distinct = Deduplicate(ids, positions);
-  BucketRows out;
-  out.rows.resize(distinct.ids.size());
-  for (size_t k = 0; k < out.rows.size(); ++k) {
-    out.rows[k] = grads + uint64_t{distinct.first[k]} * dim;
+// Calls fn(first, count, piece) for the calls of `rows` rows a bucket of
+// `shard` needs, at most per_call rows each: normally one; pieces
+// bucket + k * buckets_of_shard stay unique within the shard's op.
+absl::Status ForEachCallOfBucket(
+    size_t rows, size_t per_call, size_t bucket, size_t buckets_of_shard,
+    absl::FunctionRef<absl::Status(size_t first, size_t count, size_t piece)>
+        fn) {
+  for (size_t first = 0, k = 0; first < rows; first += per_call, ++k) {
+    if (absl::Status s = fn(first, std::min(per_call, rows - first),
+                            bucket + k * buckets_of_shard);
+        !s.ok()) {
+      return s;
+    }
   }
-  absl::flat_hash_map<uint32_t, size_t> sum_of;  // k -> offset in sums
-  for (uint32_t j : distinct.repeats) {
-    const uint32_t k = distinct.index[j];
-    auto [it, fresh] = sum_of.try_emplace(k, out.sums.size());
-    if (fresh) out.sums.insert(out.sums.end(), out.rows[k], out.rows[k] + dim);
-    float* sum = &out.sums[it->second];
-    const float* grad = grads + uint64_t{positions[j]} * dim;
-    for (uint32_t c = 0; c < dim; ++c) sum[c] += grad[c];
-  }
-  for (const auto& [k, at] : sum_of) out.rows[k] = &out.sums[at];
-  out.ids = std::move(distinct.ids);
-  return out;
+  return absl::OkStatus();
 }
 
 // One call to `shard` with the client's deadline and token; its error names
@@ -262,22 +247,24 @@ absl::Status Client::PullRows(absl::string_view table,
         const absl::Span<const uint32_t> positions =
             buckets.Positions(shard, bucket);
         const DistinctIds distinct = Deduplicate(ids, positions);
-        const size_t n = distinct.ids.size();
-        std::vector<float> rows(n * dim);
-        const size_t buckets_here = buckets.count()[shard];
-        for (size_t first = 0, sub = 0; first < n; first += per_call, ++sub) {
-          const size_t k = std::min(per_call, n - first);
-          if (absl::Status s = PullRowsCall(
-                  shard, bucket + sub * buckets_here, dim, table,
-                  absl::MakeConstSpan(distinct.ids).subspan(first, k), create,
-                  rows.data() + first * dim);
-              !s.ok()) {
-            return s;
-          }
+        // Every float is written by the calls before it is read.
+        const PooledBuffer buffer = conns_->buffers().Acquire(
+            distinct.ids.size() * dim * sizeof(float));
+        float* rows = reinterpret_cast<float*>(buffer.data());
+        if (absl::Status s = ForEachCallOfBucket(
+                distinct.ids.size(), per_call, bucket, buckets.count()[shard],
+                [&](size_t first, size_t count, size_t piece) {
+                  return PullRowsCall(
+                      shard, piece, dim, table,
+                      absl::MakeConstSpan(distinct.ids).subspan(first, count),
+                      create, rows + first * dim);
+                });
+            !s.ok()) {
+          return s;
         }
         for (size_t j = 0; j < positions.size(); ++j) {
           std::memcpy(out + uint64_t{positions[j]} * dim,
-                      &rows[uint64_t{distinct.index[j]} * dim],
+                      rows + uint64_t{distinct.index[j]} * dim,
                       dim * sizeof(float));
         }
         return absl::OkStatus();
@@ -395,21 +382,15 @@ absl::Status Client::PushRows(absl::string_view table,
           own = SumBucket(ids, buckets.Positions(shard, bucket), grads, dim);
         }
         const BucketRows& rows = sum_in_lanes ? own : summed[shard][bucket];
-        const size_t n = rows.ids.size();
-        const size_t buckets_here = buckets.count()[shard];
-        for (size_t first = 0, sub = 0; first < n; first += per_call, ++sub) {
-          const size_t k = std::min(per_call, n - first);
-          const size_t piece = bucket + sub * buckets_here;
-          if (absl::Status s =
-                  PushRowsCall(shard, piece, dim, table,
-                               absl::MakeConstSpan(rows.ids).subspan(first, k),
-                               absl::MakeConstSpan(rows.rows).subspan(first, k),
-                               static_cast<uint32_t>(piece), tag);
-              !s.ok()) {
-            return s;
-          }
-        }
-        return absl::OkStatus();
+        return ForEachCallOfBucket(
+            rows.ids.size(), per_call, bucket, buckets.count()[shard],
+            [&](size_t first, size_t count, size_t piece) {
+              return PushRowsCall(
+                  shard, piece, dim, table,
+                  absl::MakeConstSpan(rows.ids).subspan(first, count),
+                  absl::MakeConstSpan(rows.rows).subspan(first, count),
+                  static_cast<uint32_t>(piece), tag);
+            });
       });
   ClosePush(tag.sequence);
   return pushed;
