@@ -297,12 +297,14 @@ class Client {
                             absl::string_view table,
                             absl::Span<const uint64_t> ids, bool create,
                             float* out);
-  // A push call of rows[k][0, dim) for ids[k].
+  // A push call of rows[k][0, dim) for ids[k], built, then sent only if
+  // may_send() is OK (else its error).
   absl::Status PushRowsCall(int shard, size_t channel, uint32_t dim,
                             absl::string_view table,
                             absl::Span<const uint64_t> ids,
                             absl::Span<const float* const> rows, uint32_t piece,
-                            const PushTag& tag);
+                            const PushTag& tag,
+                            absl::FunctionRef<absl::Status()> may_send);
 
   const ClientOptions options_;
   const uint64_t session_;  // random, non-zero; see Push

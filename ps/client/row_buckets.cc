@@ -4,12 +4,14 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/hash/hash.h"
+#include "ps/wire/float_pieces.h"
 
 namespace ps {
 namespace {
 
-// Ids ahead of the one being de-duplicated whose map slot is prefetched.
-constexpr size_t kAhead = 16;
+// The most slots a bucket's filter of ids has (two bitmaps of 512 KiB):
+// larger buckets share slots more, and more of their ids go to the map.
+constexpr size_t kMaxFilterSlots = size_t{1} << 22;
 
 }  // namespace
 
@@ -59,24 +61,44 @@ absl::Span<const uint32_t> RowBuckets::Positions(int shard,
 
 DistinctIds Deduplicate(absl::Span<const uint64_t> ids,
                         absl::Span<const uint32_t> positions) {
+  const size_t n = positions.size();
   DistinctIds out;
-  out.index.resize(positions.size());
-  out.ids.reserve(positions.size());
-  out.first.reserve(positions.size());
-  absl::flat_hash_map<uint64_t, uint32_t> seen;
-  seen.reserve(positions.size());
-  for (size_t j = 0; j < positions.size(); ++j) {
-    if (j + kAhead < positions.size())
-      seen.prefetch(ids[positions[j + kAhead]]);
+  out.index.resize(n);
+  out.ids.reserve(n);
+  out.first.reserve(n);
+  // Most ids of a call are usually distinct: a first pass marks each id's
+  // hash in a filter of about 32 slots per id (two bitmaps: seen once,
+  // seen again), and an id alone in its slot is known to be new without a
+  // map. Only ids that share a slot, repeats and a few percent of others,
+  // go through the map.
+  const absl::Hash<uint64_t> hash;
+  size_t slots = size_t{64} << 6;
+  while (slots < 32 * n && slots < kMaxFilterSlots) slots *= 2;
+  const uint64_t mask = slots - 1;
+  std::vector<uint64_t> once(slots / 64), again(slots / 64);
+  for (size_t j = 0; j < n; ++j) {
+    const uint64_t slot = hash(ids[positions[j]]) & mask;
+    const uint64_t bit = uint64_t{1} << (slot % 64);
+    again[slot / 64] |= once[slot / 64] & bit;
+    once[slot / 64] |= bit;
+  }
+  absl::flat_hash_map<uint64_t, uint32_t> shared;
+  for (size_t j = 0; j < n; ++j) {
     const uint64_t id = ids[positions[j]];
-    auto [it, fresh] = seen.try_emplace(id, out.ids.size());
-    if (fresh) {
-      out.ids.push_back(id);
-      out.first.push_back(positions[j]);
-    } else {
-      out.repeats.push_back(j);
+    const uint64_t slot = hash(id) & mask;
+    const bool alone = (again[slot / 64] >> (slot % 64) & 1) == 0;
+    uint32_t k = out.ids.size();
+    if (!alone) {
+      auto [it, fresh] = shared.try_emplace(id, k);
+      if (!fresh) {
+        out.repeats.push_back(j);
+        out.index[j] = it->second;
+        continue;
+      }
     }
-    out.index[j] = it->second;
+    out.ids.push_back(id);
+    out.first.push_back(positions[j]);
+    out.index[j] = k;
   }
   return out;
 }
@@ -109,6 +131,24 @@ BucketRows SumBucket(absl::Span<const uint64_t> ids,
   }
   out.ids = std::move(distinct.ids);
   return out;
+}
+
+absl::StatusOr<std::vector<std::vector<BucketRows>>> SumAllBuckets(
+    absl::Span<const uint64_t> ids, const RowBuckets& buckets,
+    const float* grads, uint32_t dim) {
+  std::vector<std::vector<BucketRows>> summed(buckets.count().size());
+  for (size_t s = 0; s < summed.size(); ++s) {
+    for (size_t b = 0; b < buckets.count()[s]; ++b) {
+      summed[s].push_back(SumBucket(ids, buckets.Positions(s, b), grads, dim));
+      const std::vector<float>& sums = summed[s].back().sums;
+      if (!AllFinite(UnalignedFloats(sums.data(), sums.size()))) {
+        return absl::InvalidArgumentError(
+            "the summed gradients of a repeated id overflow to infinity: "
+            "nothing was sent");
+      }
+    }
+  }
+  return summed;
 }
 
 }  // namespace ps

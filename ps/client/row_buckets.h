@@ -3,8 +3,8 @@
 // one call's rows. An id and all its repeats fall into the same bucket, so
 // each bucket is de-duplicated on its own (DistinctIds), by the thread that
 // sends it, while other buckets' calls are already on the wire; and a
-// bucket's map of ids is small enough to stay in the core's cache.
-// SumBucket makes a push bucket's rows from the caller's gradients.
+// bucket's filter and map of ids are small enough to stay in the core's
+// cache. SumBucket makes a push bucket's rows from the caller's gradients.
 //
 // Thread-safety: immutable after construction.
 #ifndef SHARDPS_PS_CLIENT_ROW_BUCKETS_H_
@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "ps/wire/row_partition.h"
 
@@ -72,6 +73,12 @@ struct BucketRows {
 BucketRows SumBucket(absl::Span<const uint64_t> ids,
                      absl::Span<const uint32_t> positions, const float* grads,
                      uint32_t dim);
+
+// Every bucket of every shard summed ([shard][bucket]), for a push whose
+// sums might overflow; INVALID_ARGUMENT when one does.
+absl::StatusOr<std::vector<std::vector<BucketRows>>> SumAllBuckets(
+    absl::Span<const uint64_t> ids, const RowBuckets& buckets,
+    const float* grads, uint32_t dim);
 
 }  // namespace ps
 

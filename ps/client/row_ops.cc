@@ -339,59 +339,66 @@ absl::Status Client::PushRows(absl::string_view table,
   if (absl::Status s = CheckIdCount(ids.size()); !s.ok()) return s;
   const size_t per_call =
       std::max<size_t>(1, options_.push_chunk_bytes / (sizeof(float) * dim));
-  // Nothing is sent before the gradients are checked; a large push checks
-  // them while its ids are put in buckets.
+  // Nothing is sent before the gradients are checked. A large push checks
+  // them on a thread of its own while its ids are put in buckets and its
+  // lanes build their first calls; each call waits for the check.
   const UnalignedFloats all(grads, ids.size() * dim);
   Magnitudes sizes{};
+  absl::Notification checked;
+  auto check = [&] {
+    sizes = CheckMagnitudes(all, SafeToSum(ids.size()));
+    checked.Notify();
+  };
   std::thread checker;
   if (all.size() < kCheckAsideAbove) {
-    sizes = CheckMagnitudes(all, SafeToSum(ids.size()));
+    check();
   } else {
-    checker = std::thread(
-        [&] { sizes = CheckMagnitudes(all, SafeToSum(ids.size())); });
+    checker = std::thread(check);
   }
   const RowBuckets buckets(ids, (*info)->partition, per_call);
+  // Each lane sums the bucket it sends, unless a sum could overflow: then
+  // no lane sends, and every bucket is summed and checked first (`summed`),
+  // so that the push stays all-or-nothing.
+  absl::StatusOr<std::vector<std::vector<BucketRows>>> summed =
+      std::vector<std::vector<BucketRows>>(buckets.count().size());
+  const PushTag tag = OpenPush(lr_scale);
+  auto send = [&] {
+    return ForEachChunk(
+        buckets.count(), options_.max_inflight_per_server,
+        [&](int shard, size_t bucket) {
+          const bool presummed = !(*summed)[shard].empty();
+          BucketRows own;
+          if (!presummed) {
+            own = SumBucket(ids, buckets.Positions(shard, bucket), grads, dim);
+          }
+          const BucketRows& rows = presummed ? (*summed)[shard][bucket] : own;
+          const auto may_send = [&] {
+            checked.WaitForNotification();
+            return sizes.finite && (sizes.within || presummed)
+                       ? absl::OkStatus()
+                       : absl::CancelledError("unchecked: not sent");
+          };
+          return ForEachCallOfBucket(
+              rows.ids.size(), per_call, bucket, buckets.count()[shard],
+              [&](size_t first, size_t count, size_t piece) {
+                return PushRowsCall(
+                    shard, piece, dim, table,
+                    absl::MakeConstSpan(rows.ids).subspan(first, count),
+                    absl::MakeConstSpan(rows.rows).subspan(first, count),
+                    static_cast<uint32_t>(piece), tag, may_send);
+              });
+        });
+  };
+  absl::Status pushed = send();
   if (checker.joinable()) checker.join();
   if (!sizes.finite) {
-    return absl::InvalidArgumentError(
+    pushed = absl::InvalidArgumentError(
         absl::StrCat("the row gradients for table '", table,
                      "' hold a NaN or an infinity: nothing was sent"));
+  } else if (!sizes.within) {
+    summed = SumAllBuckets(ids, buckets, grads, dim);
+    pushed = summed.ok() ? send() : summed.status();
   }
-  // Each bucket is summed by the lane that sends it, unless a sum could
-  // overflow: then every bucket is summed and checked before any is sent,
-  // so that the push stays all-or-nothing.
-  const bool sum_in_lanes = sizes.within;
-  std::vector<std::vector<BucketRows>> summed(buckets.count().size());
-  for (size_t s = 0; !sum_in_lanes && s < summed.size(); ++s) {
-    for (size_t b = 0; b < buckets.count()[s]; ++b) {
-      summed[s].push_back(SumBucket(ids, buckets.Positions(s, b), grads, dim));
-      const std::vector<float>& sums = summed[s].back().sums;
-      if (!AllFinite(UnalignedFloats(sums.data(), sums.size()))) {
-        return absl::InvalidArgumentError(
-            "the summed gradients of a repeated id overflow to infinity: "
-            "nothing was sent");
-      }
-    }
-  }
-  const PushTag tag = OpenPush(lr_scale);
-  absl::Status pushed = ForEachChunk(
-      buckets.count(), options_.max_inflight_per_server,
-      [&](int shard, size_t bucket) {
-        BucketRows own;
-        if (sum_in_lanes) {
-          own = SumBucket(ids, buckets.Positions(shard, bucket), grads, dim);
-        }
-        const BucketRows& rows = sum_in_lanes ? own : summed[shard][bucket];
-        return ForEachCallOfBucket(
-            rows.ids.size(), per_call, bucket, buckets.count()[shard],
-            [&](size_t first, size_t count, size_t piece) {
-              return PushRowsCall(
-                  shard, piece, dim, table,
-                  absl::MakeConstSpan(rows.ids).subspan(first, count),
-                  absl::MakeConstSpan(rows.rows).subspan(first, count),
-                  static_cast<uint32_t>(piece), tag);
-            });
-      });
   ClosePush(tag.sequence);
   return pushed;
 }
@@ -400,7 +407,8 @@ absl::Status Client::PushRowsCall(int shard, size_t channel, uint32_t dim,
                                   absl::string_view table,
                                   absl::Span<const uint64_t> ids,
                                   absl::Span<const float* const> rows,
-                                  uint32_t piece, const PushTag& tag) {
+                                  uint32_t piece, const PushTag& tag,
+                                  absl::FunctionRef<absl::Status()> may_send) {
   // 1-bit SGD keeps per-key error state, which rows made on first touch do
   // not have: rows travel as float32 then.
   const shardps::ValueEncoding encoding =
@@ -464,6 +472,7 @@ absl::Status Client::PushRowsCall(int shard, size_t channel, uint32_t dim,
                                 header_bytes + value_bytes + ids_field);
   const grpc::ByteBuffer request(&slice, 1);
   grpc::ByteBuffer response;
+  if (absl::Status s = may_send(); !s.ok()) return s;
   return Retried("push rows", [&] {
     return RowCall(*conns_, shard, channel, /*push=*/true, request, &response);
   });

@@ -4,12 +4,16 @@
 //   build/bin/ps_kernels_bench
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "ps/client/row_buckets.h"
 #include "ps/server/server_metrics.h"
 #include "ps/table/shard_store.h"
+#include "ps/table/sparse_rows.h"
 #include "ps/table/updater.h"
 #include "ps/wire/float_pieces.h"
 #include "ps/wire/value_codec.h"
@@ -77,6 +81,62 @@ void BM_ShardStorePush(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * chunk * sizeof(float));
 }
 BENCHMARK(BM_ShardStorePush)->Arg(1 << 20)->Arg(10 << 20);
+
+// A sparse push as one server call carries it: state.range(1) distinct
+// uniform ids of 8 drawn batches, out of 800k rows of dim state.range(0)
+// that all exist (SGD). What the server spends per row under its lock:
+// finding each id's row, then updating it.
+void BM_SparseRowsPush(benchmark::State& state) {
+  const uint32_t dim = state.range(0);
+  const size_t per_call = state.range(1);
+  constexpr uint64_t kRows = 800000;
+  SparseRowsOptions options;
+  options.dim = dim;
+  options.max_rows = kRows;
+  options.optimizer.set_name("sgd");
+  options.optimizer.set_learning_rate(1e-6f);
+  std::unique_ptr<SparseRows> rows = *SparseRows::Create(options);
+  std::mt19937_64 random(7);
+  std::vector<uint64_t> all(kRows);
+  for (uint64_t& id : all) id = random();
+  std::vector<float> init(kRows * dim, 0.0f);
+  if (!rows->Push(all, UnalignedFloats(init.data(), init.size()), 1.0f).ok()) {
+    state.SkipWithError("cannot create the rows");
+    return;
+  }
+  std::vector<std::vector<uint64_t>> batches(8);
+  for (std::vector<uint64_t>& ids : batches) {
+    std::shuffle(all.begin(), all.end(), random);
+    ids.assign(all.begin(), all.begin() + per_call);
+  }
+  Payload payload(per_call * dim);
+  size_t b = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(
+        rows->Push(batches[b++ % batches.size()],
+                   UnalignedFloats(payload.bytes().data(), per_call * dim),
+                   1.0f)
+            .ok());
+  }
+  state.SetItemsProcessed(state.iterations() * per_call);
+}
+BENCHMARK(BM_SparseRowsPush)->Args({16, 14336})->Args({64, 3584});
+
+// The client's share of a sparse push bucket: de-duplicating
+// state.range(0) uniform ids out of 10^7, as the lane sending it does.
+void BM_Deduplicate(benchmark::State& state) {
+  const size_t n = state.range(0);
+  std::mt19937_64 random(7);
+  std::vector<uint64_t> ids(n);
+  for (uint64_t& id : ids) id = random() % 10000000;
+  std::vector<uint32_t> positions(n);
+  for (size_t i = 0; i < n; ++i) positions[i] = i;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(Deduplicate(ids, positions).ids.size());
+  }
+  state.SetItemsProcessed(state.iterations() * n);
+}
+BENCHMARK(BM_Deduplicate)->Arg(14336);
 
 // The optimizers' update rules over a 1 MiB run (state.range(0) selects
 // momentum, adagrad, adam).

@@ -212,6 +212,21 @@ TEST_F(RowOpsTest, LargeGradientsWhoseSumsStayFiniteAreApplied) {
     EXPECT_EQ(out[j], -2e38f);
     EXPECT_EQ(out[kDim + j], -1e38f);
   }
+  // A push large enough that its gradients are checked beside its
+  // bucketing, while its lanes build their calls (which then do not go):
+  // the same path, taken after the check.
+  std::vector<uint64_t> many(20001);
+  for (uint64_t i = 0; i < 20000; ++i) many[i] = 100 + i;
+  many.back() = 100;
+  const std::vector<float> large(many.size() * kDim, 1e35f);
+  ASSERT_TRUE(client->PushRows("emb", many, large.data()).ok());
+  std::vector<float> rows(2 * kDim);
+  const std::vector<uint64_t> two = {100, 20099};
+  ASSERT_TRUE(client->PullRows("emb", two, rows.data(), false).ok());
+  for (uint32_t j = 0; j < kDim; ++j) {
+    EXPECT_EQ(rows[j], -2e35f);
+    EXPECT_EQ(rows[kDim + j], -1e35f);
+  }
 }
 
 TEST_F(RowOpsTest, PushesAreAppliedOnceWhileRepliesAreLost) {
@@ -243,6 +258,20 @@ TEST_F(RowOpsTest, BadInputIsRefusedByNameAndChangesNothing) {
   const std::vector<uint64_t> twice = {7, 8, 7};
   std::vector<float> huge(3 * kDim, std::numeric_limits<float>::max());
   s = client->PushRows("emb", twice, huge.data());
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "overflow")) << s;
+  // The same in a push large enough that its gradients are checked while
+  // its lanes build their calls: none of them goes.
+  std::vector<uint64_t> many(20000);
+  for (uint64_t i = 0; i < many.size(); ++i) many[i] = 1000 + i;
+  std::vector<float> large(many.size() * kDim, 1.0f);
+  large.back() = std::numeric_limits<float>::infinity();
+  s = client->PushRows("emb", many, large.data());
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "nothing was sent")) << s;
+  many.back() = many.front();
+  large.assign(large.size(), std::numeric_limits<float>::max());
+  s = client->PushRows("emb", many, large.data());
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
   EXPECT_TRUE(absl::StrContains(s.message(), "overflow")) << s;
   // More ids than a call numbers (refused before any is read).
