@@ -8,7 +8,11 @@ namespace ps {
 
 void* AllocateMaybeHuge(size_t bytes) {
   if (bytes < kHugePageBytes) {
-    if (void* p = std::malloc(bytes == 0 ? 1 : bytes)) return p;
+    const size_t lines = (bytes + kCacheLineBytes - 1) / kCacheLineBytes;
+    if (void* p = std::aligned_alloc(
+            kCacheLineBytes, (lines == 0 ? 1 : lines) * kCacheLineBytes)) {
+      return p;
+    }
     throw std::bad_alloc();
   }
   const size_t rounded = (bytes + kHugePageBytes - 1) & ~(kHugePageBytes - 1);

@@ -37,9 +37,14 @@ constexpr size_t kAhead = 24;
 }  // namespace
 
 void SparseRows::PrefetchRow(uint64_t index) {
-  const char* row = reinterpret_cast<const char*>(Values(index));
-  const size_t bytes = options_.dim * sizeof(float);
-  for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(row + b);
+  // Every line the row touches: a row whose size is no multiple of a line
+  // starts inside one.
+  const uintptr_t row = reinterpret_cast<uintptr_t>(Values(index));
+  const uintptr_t end = row + options_.dim * sizeof(float);
+  for (uintptr_t line = row & ~uintptr_t{kCacheLineBytes - 1}; line < end;
+       line += kCacheLineBytes) {
+    __builtin_prefetch(reinterpret_cast<const void*>(line));
+  }
 }
 
 size_t SparseRows::FindRows(absl::Span<const uint64_t> ids, bool* repeated) {
@@ -105,8 +110,8 @@ void SparseRows::Apply(uint64_t index, float* row, UnalignedFloats grad,
 void SparseRows::AddBlock() {
   const uint64_t floats = uint64_t{kBlockRows} * options_.dim;
   // Validated by Create: the optimizer builds.
-  blocks_.push_back(
-      {std::vector<float>(floats), *MakeUpdater(options_.optimizer, floats)});
+  blocks_.push_back({std::vector<float, HugePageAllocator<float>>(floats),
+                     *MakeUpdater(options_.optimizer, floats)});
 }
 
 float* SparseRows::RowOf(uint64_t id, uint64_t* index) {

@@ -77,7 +77,7 @@ class SparseRows {
 
  private:
   struct Block {
-    std::vector<float> values;  // kBlockRows * dim
+    std::vector<float, HugePageAllocator<float>> values;  // kBlockRows * dim
     std::unique_ptr<Updater> updater;
   };
   static constexpr uint64_t kNotHeld = ~uint64_t{0};
