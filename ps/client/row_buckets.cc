@@ -76,13 +76,18 @@ DistinctIds Deduplicate(absl::Span<const uint64_t> ids,
   while (slots < 32 * n && slots < kMaxFilterSlots) slots *= 2;
   const uint64_t mask = slots - 1;
   std::vector<uint64_t> once(slots / 64), again(slots / 64);
+  size_t seconds = 0;  // ids that found their slot taken
   for (size_t j = 0; j < n; ++j) {
     const uint64_t slot = hash(ids[positions[j]]) & mask;
     const uint64_t bit = uint64_t{1} << (slot % 64);
-    again[slot / 64] |= once[slot / 64] & bit;
+    const uint64_t taken = once[slot / 64] & bit;
+    seconds += taken != 0;
+    again[slot / 64] |= taken;
     once[slot / 64] |= bit;
   }
+  // At most two ids per id that found its slot taken go to the map.
   absl::flat_hash_map<uint64_t, uint32_t> shared;
+  shared.reserve(std::min(n, 2 * seconds));
   for (size_t j = 0; j < n; ++j) {
     const uint64_t id = ids[positions[j]];
     const uint64_t slot = hash(id) & mask;

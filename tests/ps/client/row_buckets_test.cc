@@ -72,36 +72,40 @@ TEST(DeduplicateTest, FirstSeenOrderAndEveryPositionsIndex) {
 }
 
 // Ids alone in their filter slot skip the map; ids that share one, repeats
-// or not, take it. Against a plain map, over buckets small and past the
-// filter's largest size, where many distinct ids share slots.
+// or not, take it, and all do where most repeat. Against a plain map, over
+// buckets small and past the filter's largest size, where many distinct
+// ids share slots.
 TEST(DeduplicateTest, MatchesAPlainMapAtEverySize) {
   std::mt19937_64 random(11);
   for (size_t n : {size_t{1}, size_t{100}, size_t{14336}, size_t{300000}}) {
-    std::vector<uint64_t> ids(n);
-    for (uint64_t& id : ids) {
-      // Mostly distinct ids, a tenth of them drawn from 50 hot ones.
-      id = random() % 10 == 0 ? random() % 50 : random();
-    }
-    std::vector<uint32_t> positions;
-    for (uint32_t i = 0; i < n; i += 1 + random() % 2) positions.push_back(i);
-    DistinctIds want;
-    std::map<uint64_t, uint32_t> first_k;
-    for (size_t j = 0; j < positions.size(); ++j) {
-      const uint64_t id = ids[positions[j]];
-      auto [it, fresh] = first_k.try_emplace(id, want.ids.size());
-      if (fresh) {
-        want.ids.push_back(id);
-        want.first.push_back(positions[j]);
-      } else {
-        want.repeats.push_back(j);
+    // A tenth, or nine tenths, of the ids drawn from 50 hot ones, the rest
+    // mostly distinct.
+    for (int hot : {1, 9}) {
+      std::vector<uint64_t> ids(n);
+      for (uint64_t& id : ids) {
+        id = static_cast<int>(random() % 10) < hot ? random() % 50 : random();
       }
-      want.index.push_back(it->second);
+      std::vector<uint32_t> positions;
+      for (uint32_t i = 0; i < n; i += 1 + random() % 2) positions.push_back(i);
+      DistinctIds want;
+      std::map<uint64_t, uint32_t> first_k;
+      for (size_t j = 0; j < positions.size(); ++j) {
+        const uint64_t id = ids[positions[j]];
+        auto [it, fresh] = first_k.try_emplace(id, want.ids.size());
+        if (fresh) {
+          want.ids.push_back(id);
+          want.first.push_back(positions[j]);
+        } else {
+          want.repeats.push_back(j);
+        }
+        want.index.push_back(it->second);
+      }
+      const DistinctIds got = Deduplicate(ids, positions);
+      EXPECT_EQ(got.ids, want.ids) << n << " " << hot;
+      EXPECT_EQ(got.first, want.first) << n << " " << hot;
+      EXPECT_EQ(got.index, want.index) << n << " " << hot;
+      EXPECT_EQ(got.repeats, want.repeats) << n << " " << hot;
     }
-    const DistinctIds got = Deduplicate(ids, positions);
-    EXPECT_EQ(got.ids, want.ids) << n;
-    EXPECT_EQ(got.first, want.first) << n;
-    EXPECT_EQ(got.index, want.index) << n;
-    EXPECT_EQ(got.repeats, want.repeats) << n;
   }
 }
 
