@@ -82,45 +82,80 @@ void BM_ShardStorePush(benchmark::State& state) {
 }
 BENCHMARK(BM_ShardStorePush)->Arg(1 << 20)->Arg(10 << 20);
 
-// A sparse push as one server call carries it: state.range(1) distinct
-// uniform ids of 8 drawn batches, out of 800k rows of dim state.range(0)
-// that all exist (SGD). What the server spends per row under its lock:
-// finding each id's row, then updating it.
+// A sparse push or pull as one server call carries it: state.range(1)
+// distinct uniform ids of 8 drawn batches, out of 800k rows of dim
+// state.range(0) that all exist (SGD). What the server spends per row:
+// finding each id's row, then updating or copying it.
+class SparseRowsCall {
+ public:
+  SparseRowsCall(uint32_t dim, size_t per_call) : dim_(dim) {
+    constexpr uint64_t kRows = 800000;
+    SparseRowsOptions options;
+    options.dim = dim;
+    options.max_rows = kRows;
+    options.optimizer.set_name("sgd");
+    options.optimizer.set_learning_rate(1e-6f);
+    rows_ = *SparseRows::Create(options);
+    std::mt19937_64 random(7);
+    std::vector<uint64_t> all(kRows);
+    for (uint64_t& id : all) id = random();
+    const std::vector<float> init(kRows * dim, 0.0f);
+    ok_ =
+        rows_->Push(all, UnalignedFloats(init.data(), init.size()), 1.0f).ok();
+    batches_.resize(8);
+    for (std::vector<uint64_t>& ids : batches_) {
+      std::shuffle(all.begin(), all.end(), random);
+      ids.assign(all.begin(), all.begin() + per_call);
+    }
+  }
+  bool ok() const { return ok_; }
+  SparseRows& rows() { return *rows_; }
+  const std::vector<uint64_t>& next() { return batches_[b_++ % 8]; }
+
+ private:
+  uint32_t dim_;
+  std::unique_ptr<SparseRows> rows_;
+  std::vector<std::vector<uint64_t>> batches_;
+  size_t b_ = 0;
+  bool ok_ = false;
+};
+
 void BM_SparseRowsPush(benchmark::State& state) {
   const uint32_t dim = state.range(0);
   const size_t per_call = state.range(1);
-  constexpr uint64_t kRows = 800000;
-  SparseRowsOptions options;
-  options.dim = dim;
-  options.max_rows = kRows;
-  options.optimizer.set_name("sgd");
-  options.optimizer.set_learning_rate(1e-6f);
-  std::unique_ptr<SparseRows> rows = *SparseRows::Create(options);
-  std::mt19937_64 random(7);
-  std::vector<uint64_t> all(kRows);
-  for (uint64_t& id : all) id = random();
-  std::vector<float> init(kRows * dim, 0.0f);
-  if (!rows->Push(all, UnalignedFloats(init.data(), init.size()), 1.0f).ok()) {
+  SparseRowsCall call(dim, per_call);
+  if (!call.ok()) {
     state.SkipWithError("cannot create the rows");
     return;
   }
-  std::vector<std::vector<uint64_t>> batches(8);
-  for (std::vector<uint64_t>& ids : batches) {
-    std::shuffle(all.begin(), all.end(), random);
-    ids.assign(all.begin(), all.begin() + per_call);
-  }
   Payload payload(per_call * dim);
-  size_t b = 0;
   for (auto _ : state) {
     benchmark::DoNotOptimize(
-        rows->Push(batches[b++ % batches.size()],
-                   UnalignedFloats(payload.bytes().data(), per_call * dim),
-                   1.0f)
+        call.rows()
+            .Push(call.next(),
+                  UnalignedFloats(payload.bytes().data(), per_call * dim), 1.0f)
             .ok());
   }
   state.SetItemsProcessed(state.iterations() * per_call);
 }
 BENCHMARK(BM_SparseRowsPush)->Args({16, 14336})->Args({64, 3584});
+
+void BM_SparseRowsPull(benchmark::State& state) {
+  const uint32_t dim = state.range(0);
+  const size_t per_call = state.range(1);
+  SparseRowsCall call(dim, per_call);
+  if (!call.ok()) {
+    state.SkipWithError("cannot create the rows");
+    return;
+  }
+  std::vector<float> out(per_call * dim);
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(
+        call.rows().Pull(call.next(), /*create=*/false, out.data()).ok());
+  }
+  state.SetItemsProcessed(state.iterations() * per_call);
+}
+BENCHMARK(BM_SparseRowsPull)->Args({16, 14336})->Args({64, 3584});
 
 // The client's share of a sparse push bucket: de-duplicating
 // state.range(0) uniform ids out of state.range(1), as the lane sending it
