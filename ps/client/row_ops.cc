@@ -55,9 +55,6 @@ constexpr size_t kCheckAsideAbove = 1 << 16;
 // Rows ahead of the one a push call copies whose memory is prefetched.
 constexpr size_t kRowsAhead = 8;
 
-// A size of gradients up to which no id's summed repeats can overflow to
-// infinity: an id occurs at most n times, and n values of at most b sum,
-// with the rounding of 2^24 additions at most, to well under 8 n b.
 // RowBuckets numbers a call's positions in 32 bits.
 absl::Status CheckIdCount(size_t n) {
   if (n <= std::numeric_limits<uint32_t>::max()) return absl::OkStatus();
@@ -65,6 +62,9 @@ absl::Status CheckIdCount(size_t n) {
       n, " ids in one call; a call takes at most 2^32 - 1: split it"));
 }
 
+// A size of gradients up to which no id's summed repeats can overflow to
+// infinity: an id occurs at most n times, and n values of at most b sum,
+// with the rounding of 2^24 additions at most, to well under 8 n b.
 float SafeToSum(size_t n) {
   if (n > (size_t{1} << 24)) return 0;
   return std::numeric_limits<float>::max() / (8.0f * std::max<size_t>(n, 1));
@@ -357,21 +357,20 @@ absl::Status Client::PushRows(absl::string_view table,
   }
   const RowBuckets buckets(ids, (*info)->partition, per_call);
   // Each lane sums the bucket it sends, unless a sum could overflow: then
-  // no lane sends, and every bucket is summed and checked first (`summed`),
-  // so that the push stays all-or-nothing.
-  absl::StatusOr<std::vector<std::vector<BucketRows>>> summed =
-      std::vector<std::vector<BucketRows>>(buckets.count().size());
+  // no lane sends, and every bucket is summed and checked first (`summed`,
+  // empty until then), so that the push stays all-or-nothing.
+  std::vector<std::vector<BucketRows>> summed;
   const PushTag tag = OpenPush(lr_scale);
   auto send = [&] {
+    const bool presummed = !summed.empty();
     return ForEachChunk(
         buckets.count(), options_.max_inflight_per_server,
         [&](int shard, size_t bucket) {
-          const bool presummed = !(*summed)[shard].empty();
           BucketRows own;
           if (!presummed) {
             own = SumBucket(ids, buckets.Positions(shard, bucket), grads, dim);
           }
-          const BucketRows& rows = presummed ? (*summed)[shard][bucket] : own;
+          const BucketRows& rows = presummed ? summed[shard][bucket] : own;
           const auto may_send = [&] {
             checked.WaitForNotification();
             return sizes.finite && (sizes.within || presummed)
@@ -396,8 +395,13 @@ absl::Status Client::PushRows(absl::string_view table,
         absl::StrCat("the row gradients for table '", table,
                      "' hold a NaN or an infinity: nothing was sent"));
   } else if (!sizes.within) {
-    summed = SumAllBuckets(ids, buckets, grads, dim);
-    pushed = summed.ok() ? send() : summed.status();
+    absl::StatusOr<std::vector<std::vector<BucketRows>>> all =
+        SumAllBuckets(ids, buckets, grads, dim);
+    pushed = all.status();
+    if (all.ok()) {
+      summed = *std::move(all);
+      pushed = send();
+    }
   }
   ClosePush(tag.sequence);
   return pushed;

@@ -85,10 +85,12 @@ BENCHMARK(BM_ShardStorePush)->Arg(1 << 20)->Arg(10 << 20);
 // A sparse push or pull as one server call carries it: state.range(1)
 // distinct uniform ids of 8 drawn batches, out of 800k rows of dim
 // state.range(0) that all exist (SGD). What the server spends per row:
-// finding each id's row, then updating or copying it.
+// finding each id's row, then updating or copying it. A table that cannot
+// be made skips the benchmark.
 class SparseRowsCall {
  public:
-  SparseRowsCall(uint32_t dim, size_t per_call) : dim_(dim) {
+  explicit SparseRowsCall(benchmark::State& state)
+      : dim(state.range(0)), per_call(state.range(1)) {
     constexpr uint64_t kRows = 800000;
     SparseRowsOptions options;
     options.dim = dim;
@@ -102,6 +104,7 @@ class SparseRowsCall {
     const std::vector<float> init(kRows * dim, 0.0f);
     ok_ =
         rows_->Push(all, UnalignedFloats(init.data(), init.size()), 1.0f).ok();
+    if (!ok_) state.SkipWithError("cannot create the rows");
     batches_.resize(8);
     for (std::vector<uint64_t>& ids : batches_) {
       std::shuffle(all.begin(), all.end(), random);
@@ -112,8 +115,10 @@ class SparseRowsCall {
   SparseRows& rows() { return *rows_; }
   const std::vector<uint64_t>& next() { return batches_[b_++ % 8]; }
 
+  const uint32_t dim;
+  const size_t per_call;
+
  private:
-  uint32_t dim_;
   std::unique_ptr<SparseRows> rows_;
   std::vector<std::vector<uint64_t>> batches_;
   size_t b_ = 0;
@@ -121,13 +126,10 @@ class SparseRowsCall {
 };
 
 void BM_SparseRowsPush(benchmark::State& state) {
-  const uint32_t dim = state.range(0);
-  const size_t per_call = state.range(1);
-  SparseRowsCall call(dim, per_call);
-  if (!call.ok()) {
-    state.SkipWithError("cannot create the rows");
-    return;
-  }
+  SparseRowsCall call(state);
+  if (!call.ok()) return;
+  const uint32_t dim = call.dim;
+  const size_t per_call = call.per_call;
   Payload payload(per_call * dim);
   for (auto _ : state) {
     benchmark::DoNotOptimize(
@@ -141,13 +143,10 @@ void BM_SparseRowsPush(benchmark::State& state) {
 BENCHMARK(BM_SparseRowsPush)->Args({16, 14336})->Args({64, 3584});
 
 void BM_SparseRowsPull(benchmark::State& state) {
-  const uint32_t dim = state.range(0);
-  const size_t per_call = state.range(1);
-  SparseRowsCall call(dim, per_call);
-  if (!call.ok()) {
-    state.SkipWithError("cannot create the rows");
-    return;
-  }
+  SparseRowsCall call(state);
+  if (!call.ok()) return;
+  const uint32_t dim = call.dim;
+  const size_t per_call = call.per_call;
   std::vector<float> out(per_call * dim);
   for (auto _ : state) {
     benchmark::DoNotOptimize(
