@@ -55,7 +55,19 @@ absl::Status ChunkedOp::Run() {
     succeeded_.assign(chunks_.size(), false);
     TakeLaunchesLocked(&launch);
   }
-  for (size_t i : launch) Launch(i);
+  for (size_t i : launch) Prepare(i);
+  if (absl::Status s = BeforeSending(launch); !s.ok()) {
+    // Nothing was sent: the slots may serve the next call.
+    for (size_t i : launch) {
+      ReleaseSlot(i, true);
+      calls_[i].reset();
+    }
+    absl::MutexLock lock(&mu_);
+    inflight_ = 0;
+    error_ = s;
+    return s;
+  }
+  for (size_t i : launch) Send(i);
   absl::MutexLock lock(&mu_);
   const absl::Condition finished(this, &ChunkedOp::FinishedLocked);
   while (!mu_.AwaitWithDeadline(finished, latest_deadline_ + kStragglerGrace)) {
@@ -107,8 +119,12 @@ std::string ChunkedOp::Describe(const Chunk& chunk) const {
 }
 
 void ChunkedOp::Launch(size_t index) {
+  Prepare(index);
+  Send(index);
+}
+
+void ChunkedOp::Prepare(size_t index) {
   const Chunk& chunk = chunks_[index];
-  ServerConn& server = context_.conns->server(chunk.shard);
   calls_[index] = std::make_unique<Call>();
   started_[index] = absl::Now();
   Call& call = *calls_[index];
@@ -120,6 +136,20 @@ void ChunkedOp::Launch(size_t index) {
     }
   }
   EncodeRequest(chunk, call.slot ? &*call.slot : nullptr, &call.request);
+}
+
+void ChunkedOp::Send(size_t index) {
+  const Chunk& chunk = chunks_[index];
+  ServerConn& server = context_.conns->server(chunk.shard);
+  Call& call = *calls_[index];
+  // Counted as sent, not as encoded: a push refused before sending sent
+  // nothing. (A pull's traffic is its replies, counted as they arrive.)
+  if (kind() != OpKind::kPull) {
+    context_.conns->CountPushBytes(call.request.Length());
+    if (call.slot.has_value()) {
+      context_.conns->CountMemoryPushBytes(chunk.keys.size() * sizeof(float));
+    }
+  }
   // The callback owns a reference: a call outliving Run() keeps its
   // context alive. gRPC holds its own reference to the call while it runs
   // the callback, so the op (and its contexts) may be freed from there.

@@ -25,6 +25,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "ps/client/chunk_plan.h"
 #include "ps/client/client.h"
 #include "ps/client/connections.h"
@@ -78,10 +79,18 @@ class ChunkedOp : public std::enable_shared_from_this<ChunkedOp> {
   // Takes in a successful call's reply (and what the server left in `slot`).
   virtual absl::Status TakeReply(const Chunk& chunk, const MemorySlot* slot,
                                  const grpc::ByteBuffer& reply) = 0;
+  // Called once per Run, when the requests of the first calls (chunks
+  // `encoded`, in order) are encoded and none is sent yet: an error ends
+  // the op with nothing sent. A push checks its gradient here.
+  virtual absl::Status BeforeSending(absl::Span<const size_t> encoded) {
+    return absl::OkStatus();
+  }
 
   // The fields both requests share.
   template <typename Message>
   void FillHeader(const Chunk& chunk, Message* m) const;
+
+  const std::vector<Chunk>& chunks() const { return chunks_; }
 
   const OpContext context_;
 
@@ -105,6 +114,9 @@ class ChunkedOp : public std::enable_shared_from_this<ChunkedOp> {
   void TakeLaunchesLocked(std::vector<size_t>* launch)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string Describe(const Chunk& chunk) const;
+  // A call's request (and slot), then sending it; Launch does both.
+  void Prepare(size_t index);
+  void Send(size_t index);
   void Launch(size_t index);
   // Gives call `index`'s slot back (reusable only after an OK call: a
   // failed one may still be read or written by the server).

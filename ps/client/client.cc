@@ -83,22 +83,6 @@ absl::Status CheckOptions(const ClientOptions& o) {
   return absl::OkStatus();
 }
 
-// The whole gradient is checked before any chunk leaves, so that a NaN in
-// the last chunk cannot leave the first ones applied. Nothing is in flight
-// meanwhile and the check is bound by memory bandwidth, so a large gradient
-// is checked by two threads, halving the time the servers sit idle.
-bool GradientIsFinite(const float* grad, size_t n) {
-  constexpr size_t kSplitAbove = 1 << 18;  // 1 MiB: thread start-up is noise
-  if (n < kSplitAbove) return AllFinite(UnalignedFloats(grad, n));
-  const size_t half = n / 2;
-  bool first_ok = true;
-  std::thread helper(
-      [&] { first_ok = AllFinite(UnalignedFloats(grad, half)); });
-  const bool second_ok = AllFinite(UnalignedFloats(grad + half, n - half));
-  helper.join();
-  return first_ok && second_ok;
-}
-
 std::chrono::system_clock::time_point DeadlineIn(absl::Duration d) {
   return absl::ToChronoTime(absl::Now() + d);
 }
@@ -376,7 +360,11 @@ absl::Status Client::Assign(absl::string_view table, uint64_t begin,
 absl::Status Client::SendPush(absl::string_view table, uint64_t begin,
                               uint64_t end, const float* grad, float* out,
                               uint64_t clock, float lr_scale, bool assign) {
-  if (begin < end && !GradientIsFinite(grad, end - begin)) {
+  // The whole gradient is checked before any chunk leaves, so that a NaN in
+  // the last chunk cannot leave the first ones applied: here, or (float32)
+  // by the op as it copies the values.
+  if (begin < end && !PushOp::ChecksGradient(options_, assign) &&
+      !AllFiniteInParallel({UnalignedFloats(grad, end - begin)})) {
     return absl::InvalidArgumentError(absl::StrCat(
         assign ? "values" : "gradient", " for '", table, "' keys [", begin,
         ", ", end, ") contains NaN or Inf; nothing was sent"));

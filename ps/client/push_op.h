@@ -1,19 +1,26 @@
 // Internal to ps::Client: a Push's or a PushPull's chunk calls
 // (ps/client/chunked_op.h). Each chunk's gradient is encoded once into a
 // reused buffer that gRPC sends from, with the message header written just
-// in front of it; a PushPull's reply values are decoded into the caller's
+// in front of it (float32 values are checked for NaN and Inf in that same
+// copy); a PushPull's reply values are decoded into the caller's
 // buffer at the chunk's place, as a Pull's.
 //
 // Thread-safety: as ChunkedOp.
 #ifndef SHARDPS_PS_CLIENT_PUSH_OP_H_
 #define SHARDPS_PS_CLIENT_PUSH_OP_H_
 
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
+#include "absl/types/span.h"
 #include "ps/client/chunked_op.h"
+#include "ps/wire/float_pieces.h"
 
 namespace ps {
+
+// Whether every value of `runs` is finite; many are checked by two threads.
+bool AllFiniteInParallel(absl::Span<const UnalignedFloats> runs);
 
 // What makes a push's pieces unique on the servers, and its learning rate
 // scale (PushRequest fields).
@@ -26,6 +33,14 @@ struct PushTag {
 
 class PushOp final : public ChunkedOp {
  public:
+  // Whether an op checks its own gradient for NaN and Inf (float32 values,
+  // which it copies anyway: the first calls' as it copies them, the rest
+  // before any call is sent). The caller checks any other push before it
+  // encodes it.
+  static bool ChecksGradient(const ClientOptions& options, bool assign) {
+    return assign || options.push_encoding == shardps::FLOAT32;
+  }
+
   // The gradient of keys [base_key, ...) of context.table is grad[0, ...).
   // ONEBIT pushes send `encoded` instead, every chunk's encoding at its
   // chunk's encoded_offset (encoded once, before the first attempt: the
@@ -43,7 +58,8 @@ class PushOp final : public ChunkedOp {
         encoded_(encoded),
         tag_(tag),
         out_(out),
-        assign_(assign) {}
+        assign_(assign),
+        checks_gradient_(ChecksGradient(context_.conns->options(), assign)) {}
 
  private:
   OpKind kind() const override {
@@ -56,6 +72,9 @@ class PushOp final : public ChunkedOp {
                      grpc::ByteBuffer* request) override;
   absl::Status TakeReply(const Chunk& chunk, const MemorySlot* slot,
                          const grpc::ByteBuffer& reply) override;
+  absl::Status BeforeSending(absl::Span<const size_t> encoded) override;
+  // Copies a chunk's float32 gradient to `to`, noting a non-finite value.
+  void CopyGradient(const Chunk& chunk, char* to);
   // EncodeRequest of a chunk whose gradient goes into `slot`.
   void EncodeInMemory(const Chunk& chunk, const MemorySlot& slot,
                       grpc::ByteBuffer* request);
@@ -68,6 +87,9 @@ class PushOp final : public ChunkedOp {
   const PushTag tag_;
   float* const out_;
   const bool assign_;
+  const bool checks_gradient_;
+  // A copied chunk held NaN or Inf (written by whichever thread encodes).
+  std::atomic<bool> saw_non_finite_{false};
 };
 
 }  // namespace ps

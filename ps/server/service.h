@@ -198,6 +198,14 @@ class ParameterService final : public ParameterServiceBase {
   absl::StatusOr<MemoryView> FindMemory(const shardps::MemorySlice& slice,
                                         shardps::ValueEncoding encoding,
                                         KeyRange keys, size_t message_bytes);
+  // A push's float32 gradient in shared memory at `slice`: copied into
+  // *copy (the client may still write its memory) and checked for NaN and
+  // Inf on the way, its segment kept mapped by *view. Refusals as
+  // FindMemory's, and INVALID_ARGUMENT for bad keys or values.
+  absl::Status CopyPushFromMemory(const shardps::MemorySlice& slice,
+                                  shardps::ValueEncoding encoding, Table& table,
+                                  KeyRange keys, size_t message_bytes,
+                                  PooledBuffer* copy, MemoryView* view);
   // Copies the pull's keys into an encoded PullResponse, or PushPullResponse
   // when it has `pushed`.
   absl::Status CopyPull(const ParsedPull& pull, grpc::ByteBuffer* response);

@@ -3,6 +3,7 @@
 // (ps/server/service.cc and service_push.cc read and write them).
 #include "absl/strings/str_cat.h"
 #include "ps/server/service.h"
+#include "ps/wire/float_pieces.h"
 #include "ps/wire/value_codec.h"
 
 namespace ps {
@@ -82,6 +83,28 @@ absl::StatusOr<MemoryView> ParameterService::FindMemory(
                      " here (the server restarted?): attach it again"));
   }
   return view;
+}
+
+absl::Status ParameterService::CopyPushFromMemory(
+    const shardps::MemorySlice& slice, shardps::ValueEncoding encoding,
+    Table& table, KeyRange keys, size_t message_bytes, PooledBuffer* copy,
+    MemoryView* view) {
+  if (absl::Status s = table.CheckKeys(keys); !s.ok()) return s;
+  absl::StatusOr<MemoryView> found =
+      FindMemory(slice, encoding, keys, message_bytes);
+  if (!found.ok()) return found.status();
+  // Copied out first: the check for non-finite values and the update must
+  // see the same values, and the client's memory is the client's. The copy
+  // is the check.
+  *copy = scratch_buffers_.Acquire(keys.size() * sizeof(float));
+  if (!CopyAndCheckFinite(UnalignedFloats(found->data, keys.size()),
+                          copy->data())) {
+    return absl::InvalidArgumentError(absl::StrCat("gradient for key range [",
+                                                   keys.begin, ", ", keys.end,
+                                                   ") contains NaN or Inf"));
+  }
+  *view = *std::move(found);
+  return absl::OkStatus();
 }
 
 absl::Status ParameterService::CopyPullToMemory(const ParsedPull& pull,

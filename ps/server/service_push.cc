@@ -139,19 +139,20 @@ absl::StatusOr<PushOutcome> ParameterService::ApplyParsedPush(
     PooledBuffer decoded;
     absl::string_view decoded_view;
     size_t memory_bytes = 0;
+    bool known_finite = false;
     if (push.has_memory()) {
-      if (absl::Status s = t.CheckKeys(keys); !s.ok()) return s;
-      absl::StatusOr<MemoryView> view =
-          FindMemory(push.memory(), push.encoding(), keys, wire_bytes);
-      if (!view.ok()) return view.status();
-      // Copied out first: the check for non-finite values and the update
-      // must see the same values, and the client's memory is the client's.
+      MemoryView view;
+      if (absl::Status s =
+              CopyPushFromMemory(push.memory(), push.encoding(), t, keys,
+                                 wire_bytes, &decoded, &view);
+          !s.ok()) {
+        return s;
+      }
       memory_bytes = keys.size() * sizeof(float);
-      decoded = scratch_buffers_.Acquire(memory_bytes);
-      std::memcpy(decoded.data(), view->data, memory_bytes);
       decoded_view = absl::string_view(decoded.data(), memory_bytes);
+      known_finite = true;
       pieces = absl::MakeConstSpan(&decoded_view, 1);
-      if (memory_out != nullptr) *memory_out = *std::move(view);
+      if (memory_out != nullptr) *memory_out = std::move(view);
     } else if (push.encoding() != shardps::FLOAT32) {
       if (absl::Status s = DecodePush(push.encoding(), t, keys, split.bulk,
                                       wire_bytes, &decoded);
@@ -162,6 +163,7 @@ absl::StatusOr<PushOutcome> ParameterService::ApplyParsedPush(
       pieces = absl::MakeConstSpan(&decoded_view, 1);
     }
     FloatPieces gradient(pieces);
+    if (known_finite) gradient.MarkAllFinite();
     args.clock = push.clock();
     args.lr_scale =
         push.has_learning_rate_scale() ? push.learning_rate_scale() : 1.0f;

@@ -150,10 +150,17 @@ class AdamUpdater final : public StatefulUpdater {
 
 }  // namespace
 
+namespace {
+
+PS_VECTOR_KERNEL void SgdStep(float* weights, UnalignedFloats grad, float lr) {
+  for (size_t i = 0; i < grad.size(); ++i) weights[i] -= lr * grad[i];
+}
+
+}  // namespace
+
 void SgdUpdater::Apply(uint64_t offset, float* weights, UnalignedFloats grad,
                        float lr_scale) {
-  const float lr = learning_rate_ * lr_scale;
-  for (size_t i = 0; i < grad.size(); ++i) weights[i] -= lr * grad[i];
+  SgdStep(weights, grad, learning_rate_ * lr_scale);
 }
 
 int OptimizerStateArrays(const shardps::OptimizerConfig& config) {

@@ -8,7 +8,8 @@
 
 namespace ps {
 
-Magnitudes CheckMagnitudes(UnalignedFloats values, float bound) {
+PS_VECTOR_KERNEL Magnitudes CheckMagnitudes(UnalignedFloats values,
+                                            float bound) {
   // Magnitudes compare as their bit patterns do (as int32, all >= 0), and
   // those of NaN and Inf are the largest. Two ORs and no early exit: the
   // compiler vectorizes it.
@@ -25,6 +26,18 @@ Magnitudes CheckMagnitudes(UnalignedFloats values, float bound) {
     above |= bits > bound_bits;
   }
   return {not_finite == 0, above == 0};
+}
+
+PS_VECTOR_KERNEL bool CopyAndCheckFinite(UnalignedFloats values, char* to) {
+  int32_t not_finite = 0;
+  for (size_t i = 0; i < values.size(); ++i) {
+    const float v = values[i];
+    int32_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    std::memcpy(to + i * sizeof bits, &bits, sizeof bits);
+    not_finite |= (bits & 0x7fffffff) >= 0x7f800000;
+  }
+  return not_finite == 0;
 }
 
 bool AllFinite(UnalignedFloats values) {
@@ -66,6 +79,12 @@ void FloatPieces::Reset() {
 }
 
 bool FloatPieces::RestAllFinite() {
+  if (all_finite_) {
+    piece_ = pieces_.size();
+    offset_ = 0;
+    consumed_ = byte_size_;
+    return true;
+  }
   bool finite = true;
   ForEachRun(remaining_bytes() / sizeof(float), [&finite](UnalignedFloats run) {
     finite = finite && AllFinite(run);

@@ -15,6 +15,16 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 
+// Marks a loop over floats that the compiler builds twice, for AVX2 and
+// for any x86-64, the loader picking one per process (GCC's function
+// multi-versioning): these loops run at the speed of their vector width,
+// and the baseline x86-64 has only 16-byte vectors.
+#if defined(__x86_64__) && defined(__GNUC__)
+#define PS_VECTOR_KERNEL __attribute__((target_clones("avx2", "default")))
+#else
+#define PS_VECTOR_KERNEL
+#endif
+
 namespace ps {
 
 // n float32 values at any byte address.
@@ -51,6 +61,10 @@ struct Magnitudes {
   bool within;
 };
 Magnitudes CheckMagnitudes(UnalignedFloats values, float bound);
+// Copies `values` to `to` (any address, not overlapping them) and says
+// whether all of them are finite: one pass where a check and then a copy
+// would read them twice.
+bool CopyAndCheckFinite(UnalignedFloats values, char* to);
 
 class FloatPieces {
  public:
@@ -73,6 +87,10 @@ class FloatPieces {
 
   // Reads everything left and reports whether all of it is finite.
   bool RestAllFinite();
+  // Says that every value is known finite: the caller checked them as it
+  // copied them into pieces no one else writes, so RestAllFinite need not
+  // read them again.
+  void MarkAllFinite() { all_finite_ = true; }
 
  private:
   void Advance(size_t bytes);
@@ -83,6 +101,7 @@ class FloatPieces {
   size_t piece_ = 0;   // index of the piece being read
   size_t offset_ = 0;  // bytes of pieces_[piece_] already read
   size_t consumed_ = 0;
+  bool all_finite_ = false;
 };
 
 template <typename Fn>

@@ -46,6 +46,20 @@ void BM_AllFinite(benchmark::State& state) {
 }
 BENCHMARK(BM_AllFinite)->Arg(1 << 18)->Arg(10 << 20);
 
+// A push's chunk copied into its send buffer or slot, checked on the way.
+void BM_CopyAndCheckFinite(benchmark::State& state) {
+  const size_t n = state.range(0);
+  Payload payload(n);
+  std::vector<char> to(n * sizeof(float));
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(CopyAndCheckFinite(
+        UnalignedFloats(payload.bytes().data(), n), to.data()));
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * n * sizeof(float));
+}
+BENCHMARK(BM_CopyAndCheckFinite)->Arg(1 << 18)->Arg(10 << 20);
+
 void BM_SgdApply(benchmark::State& state) {
   const size_t n = state.range(0);
   Payload payload(n);

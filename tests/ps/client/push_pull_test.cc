@@ -4,10 +4,13 @@
 // refused request that changes nothing.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <memory>
 #include <thread>
+#include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "ps/client/client.h"
 #include "ps/server/server.h"
 #include "util/servers.h"
@@ -127,6 +130,66 @@ TEST_P(PushPullTest, ARefusedGradientSendsNothing) {
     EXPECT_EQ(server.push_pull_requests(), 0u);
     EXPECT_EQ(server.tables(0).version(), 0u);
   }
+}
+
+TEST_P(PushPullTest, ANonFiniteValueInAnyChunkSendsNothing) {
+  // 17 chunks of up to 64 keys (aligned to 64: the second server's keys
+  // start at 496) and one call in flight per server: the first calls'
+  // gradients are checked as they are copied, the rest before any is sent.
+  Start(2);
+  ClientOptions o;
+  o.server_addrs = addrs_;
+  o.job = "pp";
+  o.chunk_bytes = 256;
+  o.max_inflight_per_server = 1;
+  o.shared_memory = GetParam();
+  o.rpc_timeout = absl::Seconds(10);
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(o);
+  ASSERT_TRUE(client.ok()) << client.status();
+  Client& c = **client;
+  ASSERT_TRUE(c.CreateTable(testutil::ConstantTable(1000, 1.0f)).ok());
+  // Calls that carry values, and the tables' versions, over both servers.
+  auto sent = [&c] {
+    absl::StatusOr<std::vector<shardps::StatsResponse>> stats = c.Stats();
+    EXPECT_TRUE(stats.ok()) << stats.status();
+    std::pair<uint64_t, uint64_t> calls_and_versions{0, 0};
+    for (const shardps::StatsResponse& server : *stats) {
+      calls_and_versions.first += Calls(server, "PushPull") +
+                                  Calls(server, "Push") +
+                                  Calls(server, "Assign");
+      calls_and_versions.second += server.tables(0).version();
+    }
+    return calls_and_versions;
+  };
+  const std::pair<uint64_t, uint64_t> before = sent();
+  const uint64_t push_bytes = c.push_bytes();
+  std::vector<float> grad(1000, 0.25f), out(1000, 9.0f);
+  for (size_t where : {0u, 63u, 64u, 500u, 999u}) {
+    for (float bad : {std::numeric_limits<float>::quiet_NaN(),
+                      -std::numeric_limits<float>::infinity()}) {
+      grad[where] = bad;
+      absl::Status s = c.PushPull("w", 0, 1000, grad.data(), out.data());
+      EXPECT_TRUE(absl::IsInvalidArgument(s)) << where << " " << s;
+      EXPECT_TRUE(absl::StrContains(s.message(), "nothing was sent")) << s;
+      s = c.Push("w", 0, 1000, grad.data());
+      EXPECT_TRUE(absl::IsInvalidArgument(s)) << where << " " << s;
+      s = c.Assign("w", 0, 1000, grad.data());
+      EXPECT_TRUE(absl::IsInvalidArgument(s)) << where << " " << s;
+      grad[where] = 0.25f;
+    }
+  }
+  for (float v : out) ASSERT_EQ(v, 9.0f);
+  EXPECT_EQ(sent(), before);
+  EXPECT_EQ(c.push_bytes(), push_bytes);
+  EXPECT_EQ(c.memory_bytes(), 0u);
+  // A good push then goes whole, through shared memory when it may: the
+  // refused pushes gave their slots back.
+  ASSERT_TRUE(c.PushPull("w", 0, 1000, grad.data(), out.data()).ok());
+  for (float v : out) ASSERT_EQ(v, 0.75f);
+  EXPECT_EQ(c.memory_bytes() > 0, GetParam());
+  const std::pair<uint64_t, uint64_t> after = sent();
+  EXPECT_EQ(after.first, before.first + 17);
+  EXPECT_EQ(after.second, before.second + 17);
 }
 
 TEST_P(PushPullTest, LostRepliesAreRetriedAndEachPushAppliedOnce) {

@@ -266,10 +266,19 @@ TEST_F(RawMemoryTest, APushPullReadsAndWritesItsSlice) {
 TEST_F(RawMemoryTest, BadSlicesAreRefusedAndChangeNothing) {
   const std::vector<float> before = Values();
   for (int i = 0; i < 100; ++i) Floats()[i] = 0.5f;
-  Floats()[50] = std::nanf("");
-  EXPECT_EQ(Send(PushPull(0, 100)).error_code(),
-            grpc::StatusCode::INVALID_ARGUMENT);
-  Floats()[50] = 0.5f;
+  // The server checks the values as it copies them out of the slice: in
+  // its vector loop's body and in its tail.
+  for (int where : {0, 50, 96, 99}) {
+    for (float bad : {std::nanf(""), -INFINITY}) {
+      Floats()[where] = bad;
+      const grpc::Status refused = Send(PushPull(0, 100));
+      EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+          << where;
+      EXPECT_NE(refused.error_message().find("NaN or Inf"), std::string::npos)
+          << refused.error_message();
+      Floats()[where] = 0.5f;
+    }
+  }
 
   shardps::PushPullRequest r = PushPull(0, 100);
   r.set_gradient(std::string(400, '\0'));

@@ -73,6 +73,45 @@ TEST(FloatPiecesTest, FiniteCheckFindsNanAndInfAnywhere) {
   EXPECT_TRUE(pieces.RestAllFinite());
 }
 
+TEST(FloatPiecesTest, CopyAndCheckCopiesEveryValueAndFindsEachBadOne) {
+  // Lengths around the vector widths, so that bad values fall in vector
+  // bodies and in tails; the source starts off a float boundary.
+  for (size_t n : {1u, 7u, 8u, 9u, 31u, 100u}) {
+    std::vector<float> values(n);
+    for (size_t i = 0; i < n; ++i) values[i] = 0.5f * i - 3;
+    Scattered s = Scatter(values, {});
+    std::vector<float> copy(n + 1, 42.0f);
+    const UnalignedFloats from(s.pieces[0].data(), n);
+    ASSERT_TRUE(CopyAndCheckFinite(from, reinterpret_cast<char*>(copy.data())));
+    EXPECT_EQ(std::vector<float>(copy.begin(), copy.begin() + n), values);
+    EXPECT_EQ(copy[n], 42.0f) << "wrote past the end";
+    for (float bad : {std::numeric_limits<float>::quiet_NaN(),
+                      std::numeric_limits<float>::infinity(),
+                      -std::numeric_limits<float>::infinity()}) {
+      for (size_t where = 0; where < n; ++where) {
+        std::vector<float> some = values;
+        some[where] = bad;
+        Scattered t = Scatter(some, {});
+        EXPECT_FALSE(CopyAndCheckFinite(UnalignedFloats(t.pieces[0].data(), n),
+                                        reinterpret_cast<char*>(copy.data())))
+            << n << " " << where;
+      }
+    }
+  }
+}
+
+TEST(FloatPiecesTest, ValuesMarkedFiniteAreNotReadAgain) {
+  std::vector<float> values(10, 1.0f);
+  values[4] = std::numeric_limits<float>::quiet_NaN();
+  Scattered s = Scatter(values, {6});
+  FloatPieces pieces(s.pieces);
+  pieces.MarkAllFinite();
+  EXPECT_TRUE(pieces.RestAllFinite());
+  EXPECT_EQ(pieces.remaining_bytes(), 0u);
+  pieces.Reset();
+  EXPECT_EQ(pieces.remaining_bytes(), 40u);
+}
+
 TEST(FloatPiecesTest, MagnitudesAreCheckedAgainstTheBound) {
   auto check = [](const std::vector<float>& v, float bound) {
     return CheckMagnitudes(UnalignedFloats(v.data(), v.size()), bound);
