@@ -12,6 +12,55 @@
 namespace ps {
 namespace {
 
+// The loops themselves, as free functions so that each is built for AVX2
+// too (PS_VECTOR_KERNEL).
+PS_VECTOR_KERNEL void SgdStep(float* w, UnalignedFloats g, float lr) {
+  for (size_t i = 0; i < g.size(); ++i) w[i] -= lr * g[i];
+}
+
+PS_VECTOR_KERNEL void MomentumStep(float* w, float* v, UnalignedFloats g,
+                                   float lr, float mu, bool nesterov) {
+  const size_t n = g.size();
+  if (nesterov) {
+    for (size_t i = 0; i < n; ++i) {
+      const float gi = g[i];
+      v[i] = mu * v[i] + gi;
+      w[i] -= lr * (gi + mu * v[i]);
+    }
+  } else {
+    for (size_t i = 0; i < n; ++i) {
+      v[i] = mu * v[i] + g[i];
+      w[i] -= lr * v[i];
+    }
+  }
+}
+
+PS_VECTOR_KERNEL void AdagradStep(float* w, float* s, UnalignedFloats g,
+                                  float lr, float eps) {
+  for (size_t i = 0; i < g.size(); ++i) {
+    const float gi = g[i];
+    s[i] += gi * gi;
+    w[i] -= lr * gi / (std::sqrt(s[i]) + eps);
+  }
+}
+
+// Adam's update of keys [begin, end), which share `step` and its
+// corrections c1 and c2.
+struct AdamArgs {
+  float lr, b1, b2, eps, step, c1, c2;
+};
+PS_VECTOR_KERNEL void AdamStep(float* w, float* m, float* v, float* t,
+                               UnalignedFloats g, size_t begin, size_t end,
+                               AdamArgs a) {
+  for (size_t i = begin; i < end; ++i) {
+    const float gi = g[i];
+    m[i] = a.b1 * m[i] + (1 - a.b1) * gi;
+    v[i] = a.b2 * v[i] + (1 - a.b2) * gi * gi;
+    t[i] = a.step;
+    w[i] -= a.lr * (m[i] * a.c1) / (std::sqrt(v[i] * a.c2) + a.eps);
+  }
+}
+
 // Per-key state of `arrays` kinds, one array each.
 class StatefulUpdater : public Updater {
  public:
@@ -42,21 +91,7 @@ class MomentumUpdater final : public StatefulUpdater {
 
   void Apply(uint64_t offset, float* w, UnalignedFloats g,
              float lr_scale) override {
-    float* v = array(0, offset);
-    const float lr = lr_ * lr_scale, mu = momentum_;
-    const size_t n = g.size();
-    if (nesterov_) {
-      for (size_t i = 0; i < n; ++i) {
-        const float gi = g[i];
-        v[i] = mu * v[i] + gi;
-        w[i] -= lr * (gi + mu * v[i]);
-      }
-    } else {
-      for (size_t i = 0; i < n; ++i) {
-        v[i] = mu * v[i] + g[i];
-        w[i] -= lr * v[i];
-      }
-    }
+    MomentumStep(w, array(0, offset), g, lr_ * lr_scale, momentum_, nesterov_);
   }
 
  private:
@@ -72,14 +107,7 @@ class AdagradUpdater final : public StatefulUpdater {
 
   void Apply(uint64_t offset, float* w, UnalignedFloats g,
              float lr_scale) override {
-    float* s = array(0, offset);
-    const float lr = lr_ * lr_scale, eps = epsilon_;
-    const size_t n = g.size();
-    for (size_t i = 0; i < n; ++i) {
-      const float gi = g[i];
-      s[i] += gi * gi;
-      w[i] -= lr * gi / (std::sqrt(s[i]) + eps);
-    }
+    AdagradStep(w, array(0, offset), g, lr_ * lr_scale, epsilon_);
   }
 
  private:
@@ -135,26 +163,12 @@ class AdamUpdater final : public StatefulUpdater {
   void Update(float* w, float* m, float* v, float* t, UnalignedFloats g,
               size_t begin, size_t end, float lr, float step, float c1,
               float c2) const {
-    const float b1 = beta1_, b2 = beta2_, eps = epsilon_;
-    for (size_t i = begin; i < end; ++i) {
-      const float gi = g[i];
-      m[i] = b1 * m[i] + (1 - b1) * gi;
-      v[i] = b2 * v[i] + (1 - b2) * gi * gi;
-      t[i] = step;
-      w[i] -= lr * (m[i] * c1) / (std::sqrt(v[i] * c2) + eps);
-    }
+    AdamStep(w, m, v, t, g, begin, end,
+             {lr, beta1_, beta2_, epsilon_, step, c1, c2});
   }
 
   const float lr_, beta1_, beta2_, epsilon_;
 };
-
-}  // namespace
-
-namespace {
-
-PS_VECTOR_KERNEL void SgdStep(float* weights, UnalignedFloats grad, float lr) {
-  for (size_t i = 0; i < grad.size(); ++i) weights[i] -= lr * grad[i];
-}
 
 }  // namespace
 
