@@ -40,17 +40,20 @@ def binary(name):
 
 
 @contextlib.contextmanager
-def local_servers(n, job):
+def local_servers(n, job, cpus=None):
     """`n` shardps-server processes on loopback for `job`, killed on exit;
-    yields their addresses in shard order."""
+    yields their addresses in shard order. With `cpus` (taskset's list,
+    e.g. "1") they run on those CPUs only."""
     with tempfile.TemporaryDirectory() as d:
         procs, addrs = [], []
         try:
             for i in range(n):
                 port_file = os.path.join(d, f"port-{i}")
+                pin = ["taskset", "-c", cpus] if cpus else []
                 procs.append(subprocess.Popen(
-                    [binary("shardps-server"), "--host=127.0.0.1", "--port=0",
-                     f"--port_file={port_file}", f"--job={job}"],
+                    pin + [binary("shardps-server"), "--host=127.0.0.1",
+                           "--port=0", f"--port_file={port_file}",
+                           f"--job={job}"],
                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
                 deadline = time.time() + 20
                 while not os.path.exists(port_file) and time.time() < deadline:

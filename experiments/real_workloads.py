@@ -15,8 +15,11 @@ Fashion-MNIST through the servers, and their training speed against PyTorch.
       (experiments/peers/torch_rpc_ps.py), alternating; medians.
   experiments/real_workloads.py wire [--rounds 3] [--out DIR]
       Push and pull of 1M and of 10M floats over TCP (shardps-bench
-      --spawn_servers=1 --workers=1 --shared_memory=false) against TCP itself, `iperf3 -P 2` on loopback (the two
-      connections the client opens), alternating; medians and ratios.
+      --workers=1 --shared_memory=false against one server) against TCP
+      itself, `iperf3 -P 2` on loopback (the two connections the client
+      opens), alternating; medians and ratios; left to the scheduler and
+      with both sides pinned alike (server and client on CPUs of their
+      own, by taskset).
   experiments/real_workloads.py overlap [--rounds 1] [--out DIR]
       --overlap=layer against --overlap=none, alternating, for both models:
       on the emulated cluster (needs root) with links capped so that a
@@ -167,18 +170,30 @@ def step(args):
     write(args.out, "step", ["params", "system", "step_p50_ms"], rows, lines)
 
 
-def iperf3_mbps(seconds):
-    """MB/s of `iperf3 -P 2` on loopback, against a server of its own."""
+# Pinned runs: the server on CPU 1, the client on CPU 0.
+SERVER_CPU, CLIENT_CPU = "1", "0"
+
+
+def pinned(cpu, on):
+    """The command prefix that runs on `cpu` when `on`."""
+    return ["taskset", "-c", cpu] if on else []
+
+
+def iperf3_mbps(seconds, pin=False):
+    """MB/s of `iperf3 -P 2` on loopback, against a server of its own; with
+    `pin`, the server on SERVER_CPU and the client on CLIENT_CPU."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    server = subprocess.Popen(["iperf3", "-s", "-p", str(port)],
+    server = subprocess.Popen(pinned(SERVER_CPU, pin) +
+                              ["iperf3", "-s", "-p", str(port)],
                               stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)
     try:
         # Refused until the server listens, within milliseconds.
         for _ in range(100):
             out = subprocess.run(
+                pinned(CLIENT_CPU, pin) +
                 ["iperf3", "-c", "127.0.0.1", "-p", str(port), "-P", "2",
                  "-t", str(seconds), "-J"], capture_output=True, text=True)
             try:
@@ -194,45 +209,74 @@ def iperf3_mbps(seconds):
         server.wait()
 
 
+def tcp_bench(params, seconds, pin):
+    """shardps-bench's push and pull MB/s over TCP against one server of
+    its own; with `pin`, pinned as iperf3_mbps pins."""
+    with abkit.local_servers(1, "bench", SERVER_CPU if pin else None) as addrs:
+        line = bench(pinned(CLIENT_CPU, pin) +
+                     [abkit.binary("shardps-bench"),
+                      f"--server_addrs={addrs[0]}", "--workers=1",
+                      f"--params={params}", "--shared_memory=false",
+                      f"--seconds={seconds}", "--json"], None)
+    return line["push_MBps"], line["pull_MBps"]
+
+
 def wire(args):
+    pin = (os.cpu_count() or 1) >= 2
     rows, lines = [], [
         f"One client and one server on loopback: shardps-bench's push and "
         f"pull of P floats over TCP (`--shared_memory=false`; MB/s of "
         f"{args.seconds:g} s of back-to-back calls) against `iperf3 -P 2` "
         f"for as long, {args.rounds} alternating rounds in one run; "
-        "medians, and the median of each round's ratio. Last two columns: "
-        "the same calls through shared memory (the default on one host), "
-        "against the same TCP figure.", "",
+        "medians, and the median of each round's ratio. Left to the "
+        "scheduler, then both pinned alike (`taskset`: server on CPU "
+        f"{SERVER_CPU}, client on CPU {CLIENT_CPU}). Last two columns: the "
+        "same calls through shared memory (the default on one host), "
+        "unpinned, against the unpinned TCP figure.", "",
         "| P | TCP MB/s | push MB/s | pull MB/s | push/TCP | pull/TCP "
+        "| pinned: TCP MB/s | push/TCP | pull/TCP "
         "| shared memory push/TCP | pull/TCP |",
-        "|---|---|---|---|---|---|---|---|"]
+        "|---|---|---|---|---|---|---|---|---|---|---|"]
     for params in (1000000, 10000000):
-        tcp, push, pull, shm_push, shm_pull = [], [], [], [], []
+        runs = {k: [] for k in ("tcp", "push", "pull", "tcp_pinned",
+                                "push_pinned", "pull_pinned", "shm_push",
+                                "shm_pull")}
         for _ in range(args.rounds):
-            tcp.append(iperf3_mbps(args.seconds))
-            for memory, pushes, pulls in (("false", push, pull),
-                                          ("true", shm_push, shm_pull)):
-                line = bench([abkit.binary("shardps-bench"),
-                              "--spawn_servers=1", "--workers=1",
-                              f"--params={params}",
-                              f"--shared_memory={memory}",
-                              f"--seconds={args.seconds}", "--json"], None)
-                pushes.append(line["push_MBps"])
-                pulls.append(line["pull_MBps"])
+            runs["tcp"].append(iperf3_mbps(args.seconds))
+            p, q = tcp_bench(params, args.seconds, False)
+            runs["push"].append(p)
+            runs["pull"].append(q)
+            runs["tcp_pinned"].append(
+                iperf3_mbps(args.seconds, pin) if pin else float("nan"))
+            p, q = (tcp_bench(params, args.seconds, True) if pin
+                    else (float("nan"), float("nan")))
+            runs["push_pinned"].append(p)
+            runs["pull_pinned"].append(q)
+            line = bench([abkit.binary("shardps-bench"),
+                          "--spawn_servers=1", "--workers=1",
+                          f"--params={params}", "--shared_memory=true",
+                          f"--seconds={args.seconds}", "--json"], None)
+            runs["shm_push"].append(line["push_MBps"])
+            runs["shm_pull"].append(line["pull_MBps"])
         for i in range(args.rounds):
-            rows.append([params, i, tcp[i], push[i], pull[i], shm_push[i],
-                         shm_pull[i]])
+            rows.append([params, i] + [runs[k][i] for k in runs])
         med = statistics.median
 
-        def ratio(xs):
-            return med([x / t for x, t in zip(xs, tcp)])
+        def ratio(xs, against="tcp"):
+            return med([x / t for x, t in zip(xs, runs[against])])
         lines.append(
-            f"| {params:,} | {med(tcp):.0f} | {med(push):.0f} "
-            f"| {med(pull):.0f} | {ratio(push):.2f} | {ratio(pull):.2f} "
-            f"| {ratio(shm_push):.2f} | {ratio(shm_pull):.2f} |")
+            f"| {params:,} | {med(runs['tcp']):.0f} "
+            f"| {med(runs['push']):.0f} | {med(runs['pull']):.0f} "
+            f"| {ratio(runs['push']):.2f} | {ratio(runs['pull']):.2f} "
+            f"| {med(runs['tcp_pinned']):.0f} "
+            f"| {ratio(runs['push_pinned'], 'tcp_pinned'):.2f} "
+            f"| {ratio(runs['pull_pinned'], 'tcp_pinned'):.2f} "
+            f"| {ratio(runs['shm_push']):.2f} "
+            f"| {ratio(runs['shm_pull']):.2f} |")
     write(args.out, "wire", ["params", "round", "tcp_MBps", "push_MBps",
-                             "pull_MBps", "shm_push_MBps", "shm_pull_MBps"],
-          rows, lines)
+                             "pull_MBps", "tcp_pinned_MBps",
+                             "push_pinned_MBps", "pull_pinned_MBps",
+                             "shm_push_MBps", "shm_pull_MBps"], rows, lines)
 
 
 # Per model: batch, worker link, server link on the emulated cluster, and
