@@ -56,7 +56,8 @@ absl::Status ChunkedOp::Run() {
     TakeLaunchesLocked(&launch);
   }
   for (size_t i : launch) Prepare(i);
-  if (absl::Status s = BeforeSending(launch); !s.ok()) {
+  // TakeLaunchesLocked takes the chunks in order, so these are the first.
+  if (absl::Status s = BeforeSending(launch.size()); !s.ok()) {
     // Nothing was sent: the slots may serve the next call.
     for (size_t i : launch) {
       ReleaseSlot(i, true);

@@ -25,7 +25,6 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "absl/types/span.h"
 #include "ps/client/chunk_plan.h"
 #include "ps/client/client.h"
 #include "ps/client/connections.h"
@@ -79,10 +78,11 @@ class ChunkedOp : public std::enable_shared_from_this<ChunkedOp> {
   // Takes in a successful call's reply (and what the server left in `slot`).
   virtual absl::Status TakeReply(const Chunk& chunk, const MemorySlot* slot,
                                  const grpc::ByteBuffer& reply) = 0;
-  // Called once per Run, when the requests of the first calls (chunks
-  // `encoded`, in order) are encoded and none is sent yet: an error ends
-  // the op with nothing sent. A push checks its gradient here.
-  virtual absl::Status BeforeSending(absl::Span<const size_t> encoded) {
+  // Called once per Run, when the requests of the first `encoded` chunks
+  // (the calls that may be in flight at once) are encoded and none is sent
+  // yet: an error ends the op with nothing sent. A push checks its
+  // gradient here.
+  virtual absl::Status BeforeSending(size_t encoded) {
     return absl::OkStatus();
   }
 

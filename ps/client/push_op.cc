@@ -82,23 +82,21 @@ void PushOp::CopyGradient(const Chunk& chunk, char* to) {
   }
 }
 
-absl::Status PushOp::BeforeSending(absl::Span<const size_t> encoded) {
+absl::Status PushOp::BeforeSending(size_t encoded) {
   if (!checks_gradient_) return absl::OkStatus();
-  std::vector<bool> copied(chunks().size(), false);
-  for (size_t i : encoded) copied[i] = true;
   std::vector<UnalignedFloats> rest;
-  uint64_t begin = UINT64_MAX, end = 0;
-  for (size_t i = 0; i < chunks().size(); ++i) {
+  for (size_t i = encoded; i < chunks().size(); ++i) {
     const KeyRange keys = chunks()[i].keys;
-    begin = std::min(begin, keys.begin);
-    end = std::max(end, keys.end);
-    if (!copied[i]) {
-      rest.emplace_back(grad_ + (keys.begin - context_.base_key), keys.size());
-    }
+    rest.emplace_back(grad_ + (keys.begin - context_.base_key), keys.size());
   }
   if (!saw_non_finite_.load(std::memory_order_relaxed) &&
       AllFiniteInParallel(rest)) {
     return absl::OkStatus();
+  }
+  uint64_t begin = UINT64_MAX, end = 0;
+  for (const Chunk& chunk : chunks()) {
+    begin = std::min(begin, chunk.keys.begin);
+    end = std::max(end, chunk.keys.end);
   }
   return absl::InvalidArgumentError(absl::StrCat(
       assign_ ? "values" : "gradient", " for '", context_.table, "' keys [",

@@ -72,7 +72,7 @@ class PushOp final : public ChunkedOp {
                      grpc::ByteBuffer* request) override;
   absl::Status TakeReply(const Chunk& chunk, const MemorySlot* slot,
                          const grpc::ByteBuffer& reply) override;
-  absl::Status BeforeSending(absl::Span<const size_t> encoded) override;
+  absl::Status BeforeSending(size_t encoded) override;
   // Copies a chunk's float32 gradient to `to`, noting a non-finite value.
   void CopyGradient(const Chunk& chunk, char* to);
   // EncodeRequest of a chunk whose gradient goes into `slot`.

@@ -1,6 +1,5 @@
 // ParameterService, continued: taking in a push, of a Push call or of a
 // PushPull (whose answer ps/server/service.cc then reads).
-#include <cstring>
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
