@@ -189,7 +189,10 @@ absl::Status ChunkedOp::Outcome(size_t index, const grpc::Status& status) {
 
 void ChunkedOp::ReleaseSlot(size_t index, bool ok) {
   const std::optional<MemorySlot>& slot = calls_[index]->slot;
-  if (slot.has_value()) slot->owner->Release(*slot, ok);
+  if (slot.has_value() && slot->owner->Release(*slot, ok)) {
+    context_.conns->ForgetMemory(chunks_[index].shard, slot->owner,
+                                 "failed calls left half its slots retired");
+  }
 }
 
 // Each call's context is destroyed here, in its own completion callback
@@ -224,7 +227,8 @@ void ChunkedOp::OnDone(size_t index, const grpc::Status& status) {
       slot.has_value() &&
       status.error_code() == grpc::StatusCode::FAILED_PRECONDITION;
   if (memory_lost) {
-    context_.conns->ForgetMemory(chunks_[index].shard, slot->owner);
+    context_.conns->ForgetMemory(chunks_[index].shard, slot->owner,
+                                 "the server no longer knows it");
   }
   ReleaseSlot(index, result.ok());
   calls_[index].reset();

@@ -19,8 +19,11 @@ namespace {
 constexpr absl::Duration kAttachTimeout = absl::Seconds(2);
 // How long after an unanswered attach the next one is tried.
 constexpr absl::Duration kAttachRetryAfter = absl::Seconds(10);
-// The most shared memory a client maps per server.
+// The most shared memory one segment holds.
 constexpr size_t kMaxMemoryBytes = 64 << 20;
+// Segments open per server at most: the one in use and one given up whose
+// slots calls still hold.
+constexpr int kMaxOpenSegments = 2;
 
 grpc::ChannelArguments ChannelArgs(const ClientOptions& o) {
   grpc::ChannelArguments args;
@@ -142,6 +145,14 @@ void Connections::PrepareMemory(int s) {
   // op would otherwise wait for it first.
   const absl::Time now = absl::Now();
   if (now < conn.memory_next_try) return;
+  int open = 0;
+  for (const std::unique_ptr<MemorySlots>& given_up : conn.memories) {
+    if (!given_up->CloseIfIdle()) ++open;
+  }
+  if (open >= kMaxOpenSegments) {
+    conn.memory_next_try = now + kAttachRetryAfter;
+    return;  // over TCP until a segment given up is let go
+  }
   // Slots for every call in flight, twice over for ops of other threads,
   // within kMaxMemoryBytes per server (huge chunks go over TCP).
   const size_t slot_bytes =
@@ -170,12 +181,15 @@ MemorySlots* Connections::Memory(int s) {
   return server(s).memory.load(std::memory_order_acquire);
 }
 
-void Connections::ForgetMemory(int s, MemorySlots* lost) {
+void Connections::ForgetMemory(int s, MemorySlots* lost,
+                               absl::string_view why) {
   ServerConn& conn = server(s);
   absl::MutexLock lock(&conn.memory_mu);
   MemorySlots* expected = lost;
   if (conn.memory.compare_exchange_strong(expected, nullptr)) {
     conn.memory_settled.store(false, std::memory_order_release);
+    Logf(options_.log, "shard %d at %s: shared memory given up (%s)", s,
+         conn.address, why);
   }
 }
 

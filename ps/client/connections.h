@@ -47,9 +47,10 @@ struct ServerConn {
   std::unique_ptr<shardps::ParameterServer::Stub> stub;        // on channels[0]
 
   // Shared memory with this server when it is on this host (see
-  // Connections::PrepareMemory); after stub, so it detaches first. Every
-  // segment attached stays until the connection goes (calls may hold its
-  // slots); `memory` is the one in use.
+  // Connections::PrepareMemory); after stub, so it detaches first. A
+  // segment given up is closed once no call holds its slots, but its
+  // object stays until the connection goes (a thread may have just read
+  // `memory`, the one in use).
   absl::Mutex memory_mu;
   std::vector<std::unique_ptr<MemorySlots>> memories ABSL_GUARDED_BY(memory_mu);
   std::atomic<MemorySlots*> memory{nullptr};
@@ -100,11 +101,12 @@ class Connections {
   bool PrepareMemory(absl::Span<const Chunk> chunks);
   // Shard s's server's shared memory once attached, else null; never waits.
   MemorySlots* Memory(int s);
-  // A call in `lost` was refused FAILED_PRECONDITION: the server restarted
-  // and no longer knows the segment. The next call attaches anew (the old
-  // segment stays mapped here until the connection closes: calls may hold
-  // its slots).
-  void ForgetMemory(int s, MemorySlots* lost);
+  // Gives up `lost`, shard s's server's segment, `why`: the server
+  // restarted and no longer knows it (a call was refused
+  // FAILED_PRECONDITION), or failed calls retired half its slots. The next
+  // op attaches anew, and closes the segments given up that no call holds;
+  // while kMaxOpenSegments are open, calls go over TCP.
+  void ForgetMemory(int s, MemorySlots* lost, absl::string_view why);
   // Values that went through shared memory, each way.
   void CountMemoryPushBytes(uint64_t n) {
     memory_push_bytes_.fetch_add(n, std::memory_order_relaxed);

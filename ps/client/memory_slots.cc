@@ -46,11 +46,16 @@ MemorySlots::MemorySlots(shardps::ParameterServer::Stub& stub,
       conns_(conns),
       segment_(std::move(segment)),
       id_(id),
-      slot_bytes_(slot_bytes) {
+      slot_bytes_(slot_bytes),
+      slots_(slots) {
   for (int i = slots - 1; i >= 0; --i) free_.push_back(i);
 }
 
 MemorySlots::~MemorySlots() {
+  if (!closed()) Detach();
+}
+
+void MemorySlots::Detach() {
   shardps::DetachMemoryRequest request;
   request.set_job(conns_.options().job);
   request.set_segment(id_);
@@ -78,13 +83,33 @@ std::optional<MemorySlot> MemorySlots::Acquire(size_t bytes) {
   return slot;
 }
 
-void MemorySlots::Release(const MemorySlot& slot, bool reusable) {
+bool MemorySlots::Release(const MemorySlot& slot, bool reusable) {
   absl::MutexLock lock(&mu_);
   if (reusable) {
     free_.push_back(slot.index);
-  } else {
-    ++retired_;
+    return false;
   }
+  ++retired_;
+  return retired_ == (slots_ + 1) / 2;
+}
+
+bool MemorySlots::CloseIfIdle() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (closed_) return true;
+    if (static_cast<int>(free_.size()) + retired_ < slots_) return false;
+    // No slot is held and, with none free, none can be taken.
+    closed_ = true;
+    free_.clear();
+  }
+  Detach();
+  segment_.reset();
+  return true;
+}
+
+bool MemorySlots::closed() const {
+  absl::MutexLock lock(&mu_);
+  return closed_;
 }
 
 bool PushMayUseMemory(const ClientOptions& options, bool assign,
@@ -92,11 +117,6 @@ bool PushMayUseMemory(const ClientOptions& options, bool assign,
   return options.shared_memory && !assign &&
          options.push_encoding == shardps::FLOAT32 &&
          (!answered || options.pull_encoding == shardps::FLOAT32);
-}
-
-int MemorySlots::retired() const {
-  absl::MutexLock lock(&mu_);
-  return retired_;
 }
 
 }  // namespace ps

@@ -7,10 +7,13 @@
 // A slot goes back to the free list only after its call ended OK, when the
 // server is known to be done with it. A call that failed may still be read
 // or written by the server later (a deadline ends the call here, not
-// there), so its slot is retired for good; with every slot retired the
-// calls simply go over TCP again.
+// there), so its slot is retired. Once half the slots are retired the
+// client attaches a fresh segment (Connections::ForgetMemory) and lets
+// this one go (CloseIfIdle) when no call holds its slots: the server keeps its
+// own mapping for as long as a late handler needs it, so nothing the
+// client uses can be touched then.
 //
-// Thread-safety: Acquire and Release may be called concurrently.
+// Thread-safety: all methods may be called concurrently.
 #ifndef SHARDPS_PS_CLIENT_MEMORY_SLOTS_H_
 #define SHARDPS_PS_CLIENT_MEMORY_SLOTS_H_
 
@@ -58,10 +61,15 @@ class MemorySlots {
   // every slot is taken.
   std::optional<MemorySlot> Acquire(size_t bytes);
   // Gives the slot back once its call ended; `reusable` only when it ended
-  // OK.
-  void Release(const MemorySlot& slot, bool reusable);
+  // OK. True for the release that retires half the slots: the segment is
+  // worn out, worth replacing.
+  bool Release(const MemorySlot& slot, bool reusable);
 
-  int retired() const;
+  // When no call holds a slot: detaches the segment from the server and
+  // unmaps it here, after which Acquire finds no slot; true if it did (or
+  // had before).
+  bool CloseIfIdle();
+  bool closed() const;
 
  private:
   MemorySlots(shardps::ParameterServer::Stub& stub, const Connections& conns,
@@ -70,12 +78,18 @@ class MemorySlots {
 
   shardps::ParameterServer::Stub& stub_;
   const Connections& conns_;
-  const std::unique_ptr<SharedSegment> segment_;
+  void Detach();
+
+  // Read without mu_ only by the holder of a slot; reset by CloseIfIdle
+  // when there is none.
+  std::unique_ptr<SharedSegment> segment_;
   const uint64_t id_;
   const size_t slot_bytes_;
+  const int slots_;
   mutable absl::Mutex mu_;
   std::vector<int> free_ ABSL_GUARDED_BY(mu_);
   int retired_ ABSL_GUARDED_BY(mu_) = 0;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 // Whether a push's values may travel in shared memory under `options`:

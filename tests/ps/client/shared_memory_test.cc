@@ -186,6 +186,51 @@ TEST_F(SharedMemoryTest, ARestartedServerIsAttachedAgainWithoutARetry) {
   EXPECT_EQ(out[kParams / 2], 0.5f);  // applied once
 }
 
+// A call that failed may still be answered into its slot later (a
+// deadline ends it here, not at the server), and the client cannot tell
+// that from a refusal, so every failed call retires its slot; once half of
+// a segment's slots are, the client gives the segment up, lets it go when
+// no call holds its slots, and attaches a fresh one. Without that, as many
+// failures as slots would send every later call over TCP. The failures
+// here: pulls of an SSP table's clock 2 by a worker that pushed none, which
+// the server refuses.
+TEST_F(SharedMemoryTest, FailedCallsWearASegmentOutAndAFreshOneTakesOver) {
+  Start(1);
+  ClientOptions o;
+  o.server_addrs = addrs_;
+  o.job = "shm";
+  o.chunk_bytes = 256 << 10;
+  o.max_inflight_per_server = 2;  // 4 slots
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(o);
+  ASSERT_TRUE(client.ok()) << client.status();
+  constexpr uint64_t kKeys = 1000;  // one chunk
+  TableOptions t = ConstantTable(kKeys, 1.0f);
+  t.consistency.set_mode(shardps::CONSISTENCY_SSP);
+  t.consistency.set_staleness(1);
+  t.consistency.set_num_workers(2);
+  t.consistency.set_straggler_timeout_seconds(60);
+  const absl::Status created = (*client)->CreateTable(t);
+  ASSERT_TRUE(created.ok()) << created;
+  std::vector<float> out(kKeys, 0.0f);
+  ASSERT_TRUE((*client)->Pull("w", 0, kKeys, out.data(), /*clock=*/0).ok());
+  const uint64_t first = (*client)->memory_bytes();
+  EXPECT_EQ(first, 4 * kKeys);  // through the first segment
+  // Twice as many failures as a segment has slots: two segments wear out.
+  for (int i = 0; i < 8; ++i) {
+    const absl::Status s =
+        (*client)->Pull("w", 0, kKeys, out.data(), /*clock=*/2);
+    ASSERT_TRUE(absl::IsInvalidArgument(s)) << i << ": " << s;
+  }
+  EXPECT_EQ((*client)->memory_bytes(), first);
+  out.assign(kKeys, 0.0f);
+  ASSERT_TRUE((*client)->Pull("w", 0, kKeys, out.data(), /*clock=*/0).ok());
+  EXPECT_EQ(out[0], 1.0f);
+  EXPECT_EQ(out[kKeys - 1], 1.0f);
+  // Through a third segment; the two worn ones were detached.
+  EXPECT_EQ((*client)->memory_bytes(), first + 4 * kKeys);
+  EXPECT_EQ(ServerSegments(), 1);
+}
+
 // Requests written from the proto alone, against one server.
 class RawMemoryTest : public SharedMemoryTest {
  protected:
