@@ -7,9 +7,11 @@
 #   SHARDPS_SERVERS=2 SHARDPS_BIN=/opt/shardps/bin SHARDPS_RUN_DIR=/shared/run \
 #     mpirun -np 6 [--hostfile hosts] deploy/mpi/run.sh --data=/shared/fmnist
 #
-# Server rank i listens on SHARDPS_PORT+i (default 7070+i) and announces
-# HOST:PORT in RUN_DIR/mpi-JOB/servers/i, HOST being SHARDPS_SERVER_HOST or
-# `hostname`; workers wait for all announcements, train, and mark
+# Server rank i listens on SHARDPS_PORT+i (default 7070+i; SHARDPS_PORT=0:
+# any free port) and, once it does, announces HOST:PORT in
+# RUN_DIR/mpi-JOB/servers/i, HOST being SHARDPS_SERVER_HOST or `hostname`;
+# a server that cannot listen fails its rank at once, with its log. Workers
+# wait for all announcements, train, and mark
 # RUN_DIR/mpi-JOB/done/RANK; servers stop when every worker is done. A rank
 # that fails makes mpirun stop the rest. Arguments are worker flags.
 set -euo pipefail
@@ -33,7 +35,7 @@ if [ "$workers" -lt 1 ]; then
   echo "run.sh: -np $size leaves no worker after $servers servers" >&2
   exit 2
 fi
-mkdir -p "$meet/servers" "$meet/done"
+mkdir -p "$meet/servers" "$meet/done" "$meet/ports"
 # One token for the job: whichever rank comes first links its candidate in
 # place (atomic); every rank then uses that one.
 token="$meet/job.token"
@@ -58,16 +60,33 @@ wait_for() {
 }
 
 if [ "$rank" -lt "$servers" ]; then
-  my_port=$((port + rank))
+  my_port=$port
+  [ "$port" -eq 0 ] || my_port=$((port + rank))
+  port_file="$meet/ports/$rank"
+  log="$run_dir/server-$rank.log"
   "$bin/shardps-server" --host=0.0.0.0 --port="$my_port" --job="$job" \
-    --auth_token_file="$token" \
-    >"$run_dir/server-$rank.log" 2>&1 &
+    --auth_token_file="$token" --port_file="$port_file" >"$log" 2>&1 &
   server=$!
   # If mpirun stops this rank (a failed worker), stop the server with it.
   trap 'kill -TERM $server 2>/dev/null; wait $server; exit 143' TERM INT
   trap 'kill -TERM $server 2>/dev/null' EXIT
+  # Announced only once it listens (the port file is written then).
+  waited=0
+  until [ -s "$port_file" ]; do
+    if ! kill -0 "$server" 2>/dev/null; then
+      echo "run.sh: rank $rank: shardps-server exited before listening on port $my_port:" >&2
+      cat "$log" >&2
+      exit 1
+    fi
+    if [ "$waited" -ge $((timeout_s * 10)) ]; then
+      echo "run.sh: rank $rank: shardps-server not listening after ${timeout_s}s (see $log)" >&2
+      exit 1
+    fi
+    sleep 0.1
+    waited=$((waited + 1))
+  done
   host=${SHARDPS_SERVER_HOST:-$(hostname)}
-  echo "$host:$my_port" >"$meet/servers/$rank.tmp"
+  echo "$host:$(cat "$port_file")" >"$meet/servers/$rank.tmp"
   mv "$meet/servers/$rank.tmp" "$meet/servers/$rank"
   # However long training takes; if a worker fails, mpirun stops this rank.
   wait_for "$meet/done" "$workers" "every worker to finish" 0

@@ -1,9 +1,13 @@
 // deploy/mpi/run.sh under a real OpenMPI mpirun (4 ranks on this host,
-// oversubscribed): ranks 0-1 serve, ranks 2-3 train; and a failing worker
-// makes the whole job fail without leaving a server behind. Needs Debian's
+// oversubscribed): ranks 0-1 serve (on ports of their own choosing), ranks
+// 2-3 train; a failing worker makes the whole job fail without leaving a
+// server behind; a server that cannot listen fails the job at once, with
+// its reason. Needs Debian's
 // openmpi-bin (deploy/install-deps.sh); as root, OpenMPI's opt-in variables
 // are set.
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -34,12 +38,8 @@ class MpiTest : public testing::Test {
     setenv("SHARDPS_BIN", bin.substr(0, bin.size() - 1).c_str(), 1);
     setenv("SHARDPS_SERVERS", "2", 1);
     setenv("SHARDPS_SERVER_HOST", "127.0.0.1", 1);
-    // Servers listen on this port and the next: kept below the kernel's
-    // ephemeral range (32768 up), where another suite's client connection
-    // can hold it (a failing-worker run that waited 60 s instead of failing
-    // at once, seen once under `make test`, fits servers that could not
-    // bind).
-    setenv("SHARDPS_PORT", std::to_string(20000 + getpid() % 12000).c_str(), 1);
+    // Each server takes a free port and announces the one it got.
+    setenv("SHARDPS_PORT", "0", 1);
     ASSERT_EQ(testutil::MakeSyntheticData(
                   dir_ + "/data",
                   "--samples 6000 --features 16 --classes 3 --shards 2"),
@@ -102,10 +102,36 @@ TEST_F(MpiTest, AFailingWorkerFailsTheJobAndStopsTheServers) {
   EXPECT_NE(testutil::ReadFile(run + "/worker-0.log").find("takes 5 features"),
             std::string::npos);
   // No server of this job is left running.
-  const std::string port = getenv("SHARDPS_PORT");
-  EXPECT_NE(testutil::Shell("pgrep -f 'shardps-serve[r].*--port=" + port + " '")
-                .first,
-            0);
+  EXPECT_NE(
+      testutil::Shell("pgrep -f 'shardps-serve[r].*--port_file=" + run + "/'")
+          .first,
+      0);
+}
+
+TEST_F(MpiTest, AServerThatCannotListenFailsTheJobAtOnce) {
+  // Port P held by a socket of this test: rank 0's server (P) cannot bind.
+  const int held = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(held, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_ANY);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(bind(held, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(held, 1), 0);
+  ASSERT_EQ(getsockname(held, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  setenv("SHARDPS_PORT", std::to_string(ntohs(addr.sin_port)).c_str(), 1);
+  const std::string run = dir_ + "/run";
+  const absl::Time start = absl::Now();
+  absl::Status s = Mpirun(run, "mlp:16-8-3");
+  close(held);
+  EXPECT_FALSE(s.ok());
+  // Not the workers' wait for a server that never answers.
+  EXPECT_LT(absl::Now() - start, absl::Seconds(30));
+  const std::string log = testutil::ReadFile(run + ".log");
+  EXPECT_NE(log.find("rank 0: shardps-server exited before listening on port " +
+                     std::to_string(ntohs(addr.sin_port))),
+            std::string::npos)
+      << log;
 }
 
 }  // namespace
