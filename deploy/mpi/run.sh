@@ -27,6 +27,15 @@ bin=${SHARDPS_BIN:?set SHARDPS_BIN to the directory holding shardps-server and s
 run_dir=${SHARDPS_RUN_DIR:?set SHARDPS_RUN_DIR to a directory every rank can write}
 port=${SHARDPS_PORT:-7070}
 timeout_s=${SHARDPS_START_TIMEOUT_S:-120}
+for setting in "SHARDPS_SERVERS=$servers" "SHARDPS_PORT=$port" \
+  "SHARDPS_START_TIMEOUT_S=$timeout_s"; do
+  case ${setting#*=} in
+    '' | *[!0-9]*)
+      echo "run.sh: $setting is not a whole number" >&2
+      exit 2
+      ;;
+  esac
+done
 mpi_job=${PMIX_NAMESPACE:-${OMPI_MCA_ess_base_jobid:-mpi}}
 job="mpi-$mpi_job"
 meet="$run_dir/$job"
@@ -64,6 +73,9 @@ if [ "$rank" -lt "$servers" ]; then
   [ "$port" -eq 0 ] || my_port=$((port + rank))
   port_file="$meet/ports/$rank"
   log="$run_dir/server-$rank.log"
+  # A port file left by an earlier run of this job would announce a server
+  # that is not listening yet.
+  rm -f "$port_file"
   "$bin/shardps-server" --host=0.0.0.0 --port="$my_port" --job="$job" \
     --auth_token_file="$token" --port_file="$port_file" >"$log" 2>&1 &
   server=$!

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "proto/summary.pb.h"
@@ -112,6 +113,7 @@ TEST_F(MpiTest, AServerThatCannotListenFailsTheJobAtOnce) {
   // Port P held by a socket of this test: rank 0's server (P) cannot bind.
   const int held = socket(AF_INET, SOCK_STREAM, 0);
   ASSERT_GE(held, 0);
+  absl::Cleanup close_held = [held] { close(held); };
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_ANY);
@@ -123,7 +125,6 @@ TEST_F(MpiTest, AServerThatCannotListenFailsTheJobAtOnce) {
   const std::string run = dir_ + "/run";
   const absl::Time start = absl::Now();
   absl::Status s = Mpirun(run, "mlp:16-8-3");
-  close(held);
   EXPECT_FALSE(s.ok());
   // Not the workers' wait for a server that never answers.
   EXPECT_LT(absl::Now() - start, absl::Seconds(30));
