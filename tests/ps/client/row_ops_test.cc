@@ -219,7 +219,8 @@ TEST_F(RowOpsTest, LargeGradientsWhoseSumsStayFiniteAreApplied) {
   for (uint64_t i = 0; i < 20000; ++i) many[i] = 100 + i;
   many.back() = 100;
   const std::vector<float> large(many.size() * kDim, 1e35f);
-  ASSERT_TRUE(client->PushRows("emb", many, large.data()).ok());
+  const absl::Status pushed = client->PushRows("emb", many, large.data());
+  ASSERT_TRUE(pushed.ok()) << pushed;
   std::vector<float> rows(2 * kDim);
   const std::vector<uint64_t> two = {100, 20099};
   ASSERT_TRUE(client->PullRows("emb", two, rows.data(), false).ok());
