@@ -295,4 +295,19 @@ absl::Status SparseRows::Load(const std::vector<std::vector<float>>& arrays) {
   return absl::OkStatus();
 }
 
+absl::Status SparseRows::Replace(
+    const std::vector<std::vector<float>>& arrays) {
+  absl::StatusOr<std::unique_ptr<SparseRows>> saved = Create(options_);
+  if (!saved.ok()) return saved.status();
+  if (absl::Status s = (*saved)->Load(arrays); !s.ok()) return s;
+  SparseRows& from = **saved;
+  absl::MutexLock lock(&mu_);
+  absl::MutexLock unshared(&from.mu_);  // never contended: it is local
+  index_.swap(from.index_);
+  ids_.swap(from.ids_);
+  blocks_.swap(from.blocks_);
+  std::swap(epoch_, from.epoch_);
+  return absl::OkStatus();
+}
+
 }  // namespace ps

@@ -74,6 +74,11 @@ class SparseRows {
   // empty, for arrays of the wrong count or sizes, an id saved twice, or
   // more rows than max_rows.
   absl::Status Load(const std::vector<std::vector<float>>& arrays);
+  // Replaces every row with saved ones (a replica taking its primary's
+  // state): the saved rows are built aside, as Load checks them, and swapped
+  // in at once, so a concurrent pull sees all old rows or all new ones.
+  // Load's errors, changing nothing. Both sets of rows are held meanwhile.
+  absl::Status Replace(const std::vector<std::vector<float>>& arrays);
 
  private:
   struct Block {

@@ -80,16 +80,41 @@ absl::StatusOr<std::unique_ptr<SparseTable>> SparseTable::Restore(
   if (absl::Status s = (*table)->rows_->Load(snapshot.arrays); !s.ok()) {
     return s;
   }
-  if (meta.rows() != (*table)->rows_->num_rows()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the snapshot says ", meta.rows(), " rows but holds ",
-                     (*table)->rows_->num_rows()));
-  }
+  if (absl::Status s = CheckRowCount(snapshot); !s.ok()) return s;
   if (absl::Status s = (*table)->ledger_.Load(meta.ledger()); !s.ok()) {
     return s;
   }
   (*table)->version_.store(meta.version());
   return table;
+}
+
+absl::Status SparseTable::CheckRowCount(const TableSnapshot& snapshot) {
+  const uint64_t held =
+      snapshot.arrays.empty() ? 0 : snapshot.arrays[0].size() / 2;
+  if (snapshot.meta.rows() != held) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the snapshot says ", snapshot.meta.rows(), " rows but holds ", held));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SparseTable::Overwrite(const TableSnapshot& snapshot) {
+  if (absl::Status s = CheckRowCount(snapshot); !s.ok()) return s;
+  absl::MutexLock hold_pushes(&snapshot_mu_);
+  std::vector<shardps::LedgerWorker> kept;
+  ledger_.Save(&kept);
+  if (absl::Status s = ledger_.Load(snapshot.meta.ledger()); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = rows_->Replace(snapshot.arrays); !s.ok()) {
+    ledger_
+        .Load(google::protobuf::RepeatedPtrField<shardps::LedgerWorker>(
+            kept.begin(), kept.end()))
+        .IgnoreError();  // what it held a moment ago
+    return s;
+  }
+  version_.store(snapshot.meta.version());
+  return absl::OkStatus();
 }
 
 void SparseTable::Snapshot(TableSnapshot* out) {
@@ -99,6 +124,7 @@ void SparseTable::Snapshot(TableSnapshot* out) {
     absl::MutexLock hold_pushes(&snapshot_mu_);
     rows_->Save(&out->arrays);
     out->meta.set_version(version_.load());
+    out->meta.set_admitted_pushes(out->meta.version());
     ledger_.Save(&ledger);
   }
   for (shardps::LedgerWorker& worker : ledger) {

@@ -75,14 +75,22 @@ class SparseTable {
   // or anything SparseRows::Push refuses.
   absl::StatusOr<PushOutcome> Push(const SparsePush& push);
 
-  // Everything but out->meta.spec, between pushes (checkpoint.h).
+  // Everything but out->meta.spec, between pushes (checkpoint.h). Its
+  // admitted_pushes is its version: every push taken is applied at once.
   void Snapshot(TableSnapshot* out);
+  // Takes the state in `snapshot` (its spec aside, which the caller checks)
+  // in place of its own: rows, version and ledger, between pushes (a
+  // replica catching up; Table::Overwrite's peer). INVALID_ARGUMENT when
+  // the rows or ledger do not fit these options; nothing changes then.
+  absl::Status Overwrite(const TableSnapshot& snapshot);
 
  private:
   SparseTable(SparseTableOptions options, std::unique_ptr<SparseRows> rows)
       : options_(std::move(options)),
         partition_(options_.sharding, options_.num_shards, options_.id_space),
         rows_(std::move(rows)) {}
+  // INVALID_ARGUMENT when the snapshot's row count is not the rows it holds.
+  static absl::Status CheckRowCount(const TableSnapshot& snapshot);
   // INVALID_ARGUMENT naming the first id another shard owns.
   absl::Status CheckOwned(absl::Span<const uint64_t> ids) const;
 

@@ -159,6 +159,7 @@ absl::Status TableRegistry::Restore(TableSnapshot snapshot) {
 }
 
 absl::Status TableRegistry::Install(TableSnapshot snapshot) {
+  if (IsSparse(snapshot.meta.spec())) return InstallSparse(snapshot);
   Table* existing = nullptr;
   {
     absl::ReaderMutexLock lock(&mu_);

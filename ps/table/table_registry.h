@@ -60,8 +60,7 @@ class TableRegistry {
 
   // CreateTable for a sparse spec (IsSparse, ps/wire/table_spec.h): the
   // shard holds at most spec.max_rows() rows, reserved against the memory
-  // limit up front. FAILED_PRECONDITION on a replicated server (sparse
-  // tables are not replicated yet).
+  // limit up front.
   absl::StatusOr<SparseTable*> CreateSparseTable(
       const shardps::CreateTableRequest& spec, bool* created);
   // Find for sparse tables; NOT_FOUND names a dense table of that name.
@@ -74,7 +73,8 @@ class TableRegistry {
   absl::Status Restore(TableSnapshot snapshot);
   // A table as its shard's primary holds it (a replica catching up):
   // restored if new here, else the table of that name takes its state
-  // (Table::Overwrite, whose errors it returns).
+  // (Table::Overwrite or SparseTable::Overwrite, whose errors it returns;
+  // FAILED_PRECONDITION when the spec differs from the table's here).
   absl::Status Install(TableSnapshot snapshot);
 
   // Captures every table, each at one point between pushes (blocking its
@@ -119,6 +119,7 @@ class TableRegistry {
   absl::StatusOr<uint64_t> ReserveRows(const shardps::CreateTableRequest& spec);
   // Restore and Snapshot of the sparse tables.
   absl::Status RestoreSparse(const TableSnapshot& snapshot);
+  absl::Status InstallSparse(const TableSnapshot& snapshot);
   void SnapshotSparse(std::vector<TableSnapshot>* out);
   // The sparse table of spec's name if it has this spec; null if there is
   // no table of that name; ALREADY_EXISTS for another spec or a dense one.

@@ -44,12 +44,6 @@ absl::StatusOr<SparseTable*> TableRegistry::CreateSparseTable(
   if (!IsSparse(spec)) {
     return absl::InvalidArgumentError("a sparse table needs dim > 0");
   }
-  if (replicated_.load()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "table '", spec.table(),
-        "': sparse tables are not replicated yet; run them on servers "
-        "without --etcd"));
-  }
   if (absl::StatusOr<SparseTable*> found = FindSameSparse(spec);
       !found.ok() || *found != nullptr) {
     return found;
@@ -109,6 +103,32 @@ absl::Status TableRegistry::RestoreSparse(const TableSnapshot& snapshot) {
     Unreserve(*bytes);
     return absl::AlreadyExistsError(
         absl::StrCat("table '", spec.table(), "' is restored twice"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TableRegistry::InstallSparse(const TableSnapshot& snapshot) {
+  const shardps::CreateTableRequest& spec = snapshot.meta.spec();
+  SparseTable* existing = nullptr;
+  shardps::CreateTableRequest existing_spec;
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    auto it = sparse_tables_.find(spec.table());
+    if (it != sparse_tables_.end()) {
+      existing = it->second.table.get();
+      existing_spec = it->second.spec;
+    }
+  }
+  if (existing == nullptr) return RestoreSparse(snapshot);
+  const std::string differs = SpecDifference(existing_spec, spec);
+  if (!differs.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("table '", spec.table(),
+                     "' has another spec here; differing: ", differs));
+  }
+  if (absl::Status s = existing->Overwrite(snapshot); !s.ok()) {
+    return absl::Status(
+        s.code(), absl::StrCat("table '", spec.table(), "': ", s.message()));
   }
   return absl::OkStatus();
 }
