@@ -37,6 +37,11 @@
 // - With checkpoints (--checkpoint_dir), a replica restores its own before
 //   Start: copying from a primary replaces it; a replica that claims a
 //   shard held by nobody (every replica had died) serves it.
+// - Sparse tables (async only) as dense async ones: PushRows is forwarded
+//   with its position (SparseTable version just after it) and a catch-up
+//   copies rows, optimizer state and ledger (SparseTable::Overwrite over
+//   what a replica held). A PullRows that creates rows does so on the
+//   primary only; a row's initial value is the same wherever it is made.
 // - Every consistency mode: a backup takes a sync table's pushes into its
 //   own barrier as the primary does (each worker's pushes reach it in the
 //   order the worker made them: a worker waits for one clock's acks before
@@ -131,7 +136,8 @@ class Replicator final : public shardps::Replication::CallbackService {
   absl::Status CheckForwarded(absl::string_view epoch,
                               absl::string_view position_text,
                               absl::string_view table, bool* in_copy) const;
-  // After the primary applied a call (`method`: "Push" or "CreateTable"),
+  // After the primary applied a call (`method`: "Push", "Assign",
+  // "PushRows" or "CreateTable"; a PushPull goes as its Push),
   // forwards `request` to the replicas and calls `done` with OK once all
   // applied it, or with the error that stopped it. `position`: the push's
   // (PushOutcome::position; 0: not newly taken). The forwarding waits

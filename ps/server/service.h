@@ -281,12 +281,14 @@ class ParameterService final : public ParameterServiceBase {
                                       const grpc::ByteBuffer* request,
                                       grpc::ByteBuffer* response);
   // What PullRows and PushRows do once the call is admitted and parsed
-  // (a push's gradients as the pieces they arrived in).
+  // (a push's gradients as the pieces they arrived in; `forwarded`: the
+  // call's context when the primary forwarded it, else null).
   absl::Status AnswerPullRows(const shardps::PullRowsRequest& pull,
                               grpc::ByteBuffer* response);
   absl::Status ApplyPushRows(const shardps::PushRowsRequest& push,
                              absl::Span<const absl::string_view> gradients,
-                             grpc::ByteBuffer* response);
+                             const grpc::CallbackServerContext* forwarded,
+                             grpc::ByteBuffer* response, PushOutcome* outcome);
   // Records the call and finishes it with `status`.
   grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* context,
                                    RpcMethod method, absl::Time start,

@@ -39,6 +39,9 @@ grpc::ServerUnaryReactor* ParameterService::PullRows(
   const absl::Time start = absl::Now();
   shardps::PullRowsRequest pull;
   absl::Status status = Admit(*context);
+  if (status.ok() && replicator_ != nullptr) {
+    status = replicator_->CheckPrimary();
+  }
   if (status.ok()) status = ParseSmallMessage(*request, &pull);
   if (status.ok()) status = AnswerPullRows(pull, response);
   return Finish(context, RpcMethod::kPullRows, start, request->Length(),
@@ -95,7 +98,9 @@ grpc::ServerUnaryReactor* ParameterService::PushRows(
   const absl::Time start = absl::Now();
   shardps::PushRowsRequest push;
   SplitMessage split;
+  bool forwarded = false;
   absl::Status status = Admit(*context);
+  if (status.ok()) status = CheckRole(*context, &forwarded);
   if (status.ok()) {
     // The gradients are read where they arrived; the other fields (the ids
     // among them) are parsed.
@@ -111,20 +116,47 @@ grpc::ServerUnaryReactor* ParameterService::PushRows(
           "string field is not UTF-8)"));
     }
   }
+  PushOutcome outcome;
   if (status.ok()) {
-    status = MaybeDropReply(ApplyPushRows(push, split.bulk, response), "push");
+    status = ApplyPushRows(push, split.bulk, forwarded ? context : nullptr,
+                           response, &outcome);
   }
+  if (status.ok() && replicator_ != nullptr && !forwarded) {
+    // As ServeWrite: acknowledged once every replica has it.
+    return FinishForwarded(context, RpcMethod::kPushRows, start, request,
+                           response, outcome.position);
+  }
+  status = MaybeDropReply(std::move(status), "push");
   return Finish(context, RpcMethod::kPushRows, start, request->Length(),
                 status.ok() ? response->Length() : 0, status);
 }
 
 absl::Status ParameterService::ApplyPushRows(
     const shardps::PushRowsRequest& push,
-    absl::Span<const absl::string_view> gradients, grpc::ByteBuffer* response) {
+    absl::Span<const absl::string_view> gradients,
+    const grpc::CallbackServerContext* forwarded, grpc::ByteBuffer* response,
+    PushOutcome* outcome_out) {
   if (absl::Status s = CheckRowEncoding(push.encoding()); !s.ok()) return s;
+  // Before the table is looked up, as for dense pushes: a replica still
+  // catching up may not have it yet.
+  bool in_copy = false;
+  if (forwarded != nullptr) {
+    if (absl::Status s = CheckForwardedCall(*forwarded, push.table(), &in_copy);
+        !s.ok()) {
+      return s;
+    }
+  }
   absl::StatusOr<SparseTable*> table =
       registry_.FindSparse(push.job(), push.table());
   if (!table.ok()) return table.status();
+  shardps::PushRowsResponse reply;
+  if (in_copy) {
+    // Applied before the primary copied its state to this replica.
+    reply.set_version((*table)->version());
+    reply.set_duplicate(true);
+    *response = SerializeSmallMessage(reply);
+    return absl::OkStatus();
+  }
   const uint32_t dim = (*table)->options().rows.dim;
   if (absl::Status s = CheckRowCount(push.ids_size(), dim); !s.ok()) return s;
   const uint64_t n = uint64_t{static_cast<uint64_t>(push.ids_size())} * dim;
@@ -162,7 +194,7 @@ absl::Status ParameterService::ApplyPushRows(
   if (!outcome->duplicate) {
     bytes_pushed_.fetch_add(got, std::memory_order_relaxed);
   }
-  shardps::PushRowsResponse reply;
+  *outcome_out = *outcome;
   reply.set_version(outcome->version);
   reply.set_duplicate(outcome->duplicate);
   *response = SerializeSmallMessage(reply);

@@ -1,7 +1,8 @@
 // Replicated shards under SIGKILL (issue 17): 2 shards of 2 replicas each
 // (four shardps-server processes with --etcd, a real etcd) and 2 workers
 // pushing integer gradients (SGD, lr 1: every value exact) without pause,
-// on an async table and, step by step (pull, push), on a sync one.
+// on an async table, an ssp one, a sparse one and, step by step (pull,
+// push), on a sync one.
 // Ten times, at a random moment, one server of the four (primary or
 // backup) is killed with SIGKILL and started again; it must catch up and
 // serve as a backup before the next kill, so the other replica of a shard
@@ -14,6 +15,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -44,6 +46,17 @@ constexpr uint64_t kKeys = 4096;
 struct PushRecord {
   absl::Time start;
   absl::Time end;
+};
+
+// What the workers train: a table of kKeys values (dense keys, or rows of
+// a sparse table side by side), each step pulling at its clock and pushing
+// worker w's gradient w + 1 onto every value.
+struct Workload {
+  std::function<absl::Status(Client&)> create;
+  std::function<absl::Status(Client&)> open;
+  std::function<absl::Status(Client&, int worker, uint64_t clock)> step;
+  // Every value, read as worker 0 at clock 0.
+  std::function<absl::Status(Client&, std::vector<float>*)> read;
 };
 
 class ReplicatedFaultTest : public testutil::EtcdTest {
@@ -133,25 +146,25 @@ class ReplicatedFaultTest : public testutil::EtcdTest {
    public:
     void Write(absl::string_view) override {}
   } quiet_;
-  // Creates `table`, trains it with two workers while ten servers are
-  // killed and restarted (printing each kill's stall), and returns each
-  // worker's acknowledged steps; a step at clock c pulls at c (sync: waits
-  // for clock c - 1) and pushes worker w's gradient w + 1 on every key. At
-  // the end every worker finishes the clock the most advanced one reached,
-  // then *values gets the table.
-  void TrainThroughKills(const TableOptions& table, int64_t* acknowledged,
+  // Creates the workload's table, trains it with two workers while ten
+  // servers are killed and restarted (printing each kill's stall), and
+  // returns each worker's acknowledged steps; a step at clock c pulls at c
+  // (sync: waits for clock c - 1) and pushes. At the end every worker
+  // finishes the clock the most advanced one reached, then *values gets
+  // the table.
+  void TrainThroughKills(const Workload& work, int64_t* acknowledged,
                          std::vector<float>* values);
 
   std::unique_ptr<ServerProcess> servers_[kShards * kReplicas];
   int starts_ = 0;
 };
 
-void ReplicatedFaultTest::TrainThroughKills(const TableOptions& table,
+void ReplicatedFaultTest::TrainThroughKills(const Workload& work,
                                             int64_t* acknowledged,
                                             std::vector<float>* values) {
   std::unique_ptr<Client> admin = Connect(99);
   ASSERT_NE(admin, nullptr);
-  ASSERT_TRUE(admin->CreateTable(table).ok());
+  ASSERT_TRUE(work.create(*admin).ok());
 
   // Workers step until they have pushed clock last_clock.
   std::atomic<int64_t> last_clock{INT64_MAX};
@@ -171,21 +184,14 @@ void ReplicatedFaultTest::TrainThroughKills(const TableOptions& table,
     workers.emplace_back([&, w] {
       std::unique_ptr<Client> client = Connect(w);
       if (client == nullptr) return;
-      if (absl::Status s = client->OpenTable(table, absl::Seconds(30));
-          !s.ok()) {
+      if (absl::Status s = work.open(*client); !s.ok()) {
         failed[w] = s;
         return;
       }
-      const std::vector<float> grad(kKeys, static_cast<float>(w + 1));
-      std::vector<float> pulled(kKeys);
       for (int64_t clock = 0; clock <= last_clock.load(); ++clock) {
         const absl::Time start = absl::Now();
-        absl::Status s = client->Pull(table.name, 0, kKeys, pulled.data(),
-                                      static_cast<uint64_t>(clock));
-        if (s.ok()) {
-          s = client->Push(table.name, 0, kKeys, grad.data(),
-                           static_cast<uint64_t>(clock));
-        }
+        const absl::Status s =
+            work.step(*client, w, static_cast<uint64_t>(clock));
         if (!s.ok()) {
           failed[w] = s;
           return;
@@ -250,9 +256,8 @@ void ReplicatedFaultTest::TrainThroughKills(const TableOptions& table,
   // pull never waits).
   std::unique_ptr<Client> reader = Connect(0);
   ASSERT_NE(reader, nullptr);
-  ASSERT_TRUE(reader->OpenTable(table, absl::Seconds(30)).ok());
-  values->resize(kKeys);
-  const absl::Status read = reader->Pull(table.name, 0, kKeys, values->data());
+  ASSERT_TRUE(work.open(*reader).ok());
+  const absl::Status read = work.read(*reader, values);
   ASSERT_TRUE(read.ok()) << read;
 
   // Each kill's stall: the longest any worker went without an acknowledged
@@ -306,6 +311,62 @@ TableOptions SgdTable(const std::string& name) {
   return table;
 }
 
+// Dense `table`: a step pulls every key at its clock, then pushes.
+Workload DenseWorkload(const TableOptions& table) {
+  Workload work;
+  work.create = [table](Client& c) { return c.CreateTable(table); };
+  work.open = [table](Client& c) {
+    return c.OpenTable(table, absl::Seconds(30));
+  };
+  work.step = [name = table.name](Client& c, int worker, uint64_t clock) {
+    std::vector<float> pulled(kKeys);
+    if (absl::Status s = c.Pull(name, 0, kKeys, pulled.data(), clock);
+        !s.ok()) {
+      return s;
+    }
+    const std::vector<float> grad(kKeys, static_cast<float>(worker + 1));
+    return c.Push(name, 0, kKeys, grad.data(), clock);
+  };
+  work.read = [name = table.name](Client& c, std::vector<float>* values) {
+    values->resize(kKeys);
+    return c.Pull(name, 0, kKeys, values->data());
+  };
+  return work;
+}
+
+// A sparse SGD table of kKeys / kDim rows with ids spread over uint64 (so
+// both shards hold some): a step pulls every row, creating those not held
+// yet, then pushes.
+constexpr uint32_t kDim = 8;
+Workload SparseWorkload() {
+  RowTableOptions table;
+  table.name = "rows";
+  table.dim = kDim;
+  table.max_rows_per_shard = kKeys / kDim;
+  table.optimizer.set_name("sgd");
+  table.optimizer.set_learning_rate(1.0f);
+  std::vector<uint64_t> ids(kKeys / kDim);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    ids[i] = (i + 1) * 0x9e3779b97f4a7c15;
+  }
+  Workload work;
+  work.create = [table](Client& c) { return c.CreateRowTable(table); };
+  work.open = [](Client& c) { return c.OpenRowTable("rows"); };
+  work.step = [ids](Client& c, int worker, uint64_t) {
+    std::vector<float> pulled(kKeys);
+    if (absl::Status s = c.PullRows("rows", ids, pulled.data()); !s.ok()) {
+      return s;
+    }
+    const std::vector<float> grad(kKeys, static_cast<float>(worker + 1));
+    return c.PushRows("rows", ids, grad.data());
+  };
+  work.read = [ids](Client& c, std::vector<float>* values) {
+    values->resize(kKeys);
+    return c.PullRows("rows", ids, values->data(), /*create=*/false);
+  };
+  return work;
+}
+
 // Each push applied once, as it came: the values are minus every
 // acknowledged gradient (async and ssp tables).
 void ExpectEveryPushOnce(const int64_t* acknowledged,
@@ -325,7 +386,15 @@ TEST_F(ReplicatedFaultTest, TenKillsLoseNoAcknowledgedPushAndApplyNoneTwice) {
   int64_t acknowledged[kWorkers] = {};
   std::vector<float> values;
   ASSERT_NO_FATAL_FAILURE(
-      TrainThroughKills(SgdTable("w"), acknowledged, &values));
+      TrainThroughKills(DenseWorkload(SgdTable("w")), acknowledged, &values));
+  ExpectEveryPushOnce(acknowledged, values);
+}
+
+TEST_F(ReplicatedFaultTest, ASparseTableLosesNoRowPushThroughTenKills) {
+  int64_t acknowledged[kWorkers] = {};
+  std::vector<float> values;
+  ASSERT_NO_FATAL_FAILURE(
+      TrainThroughKills(SparseWorkload(), acknowledged, &values));
   ExpectEveryPushOnce(acknowledged, values);
 }
 
@@ -345,7 +414,8 @@ TEST_F(ReplicatedFaultTest, AnSspTableLosesNoPushThroughTenKills) {
   table.consistency.set_staleness(2);
   int64_t acknowledged[kWorkers] = {};
   std::vector<float> values;
-  ASSERT_NO_FATAL_FAILURE(TrainThroughKills(table, acknowledged, &values));
+  ASSERT_NO_FATAL_FAILURE(
+      TrainThroughKills(DenseWorkload(table), acknowledged, &values));
   ExpectEveryPushOnce(acknowledged, values);
 }
 
@@ -353,7 +423,8 @@ TEST_F(ReplicatedFaultTest, ASyncTableLosesNoClockThroughTenKills) {
   const TableOptions table = BarrierTable("bsp", shardps::CONSISTENCY_SYNC);
   int64_t acknowledged[kWorkers] = {};
   std::vector<float> values;
-  ASSERT_NO_FATAL_FAILURE(TrainThroughKills(table, acknowledged, &values));
+  ASSERT_NO_FATAL_FAILURE(
+      TrainThroughKills(DenseWorkload(table), acknowledged, &values));
   // Both workers pushed the same clocks; each clock applied the mean of
   // their gradients (1 and 2) once: a push lost from a clock would have
   // hung it, one counted twice would have moved it by more.

@@ -1,11 +1,13 @@
 // Replicated shards in this process (ps/server/replicator.h) with a real
 // etcd: the primary forwards what it applies, a backup refuses clients and
 // stale primaries, a failover keeps every acknowledged push exactly once,
-// and a replica that comes back copies the state before it serves.
+// and a replica that comes back copies the state before it serves; for
+// dense and sparse tables alike.
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -88,6 +90,49 @@ shardps::PullRequest SyncPull(uint32_t worker, uint64_t clock) {
   return pull;
 }
 
+// A sparse table of rows of kDim on one shard, SGD lr 1, every value 100.
+constexpr uint32_t kDim = 4;
+shardps::CreateTableRequest SparseSpec() {
+  shardps::CreateTableRequest spec;
+  spec.set_job(kJob);
+  spec.set_table("e");
+  spec.set_dim(kDim);
+  spec.set_max_rows(1000);
+  spec.set_num_shards(1);
+  spec.mutable_optimizer()->set_name("sgd");
+  spec.mutable_optimizer()->set_learning_rate(1.0f);
+  spec.mutable_init()->set_kind("constant");
+  spec.mutable_init()->set_value(100.0f);
+  return spec;
+}
+
+// Row ids spread over uint64, as hashed ids are.
+std::vector<uint64_t> RowIds() { return {3, 1000000007, 0xfedcba9876543210}; }
+
+// A push of gradient g to every row of `ids` in sparse table "e".
+shardps::PushRowsRequest PushRowsOf(uint64_t session, uint64_t sequence,
+                                    const std::vector<uint64_t>& ids, float g) {
+  shardps::PushRowsRequest push;
+  push.set_job(kJob);
+  push.set_table("e");
+  for (uint64_t id : ids) push.add_ids(id);
+  push.set_session(session);
+  push.set_sequence(sequence);
+  push.set_acked_below(sequence);
+  const std::vector<float> grads(ids.size() * kDim, g);
+  push.set_gradients(std::string(reinterpret_cast<const char*>(grads.data()),
+                                 grads.size() * sizeof(float)));
+  return push;
+}
+
+// How many lines of `log` contain `text`.
+int Lines(testutil::RecordingLog& log, absl::string_view text) {
+  int n = 0;
+  for (const std::string& line : log.lines())
+    n += absl::StrContains(line, text);
+  return n;
+}
+
 class ReplicationTest : public testutil::EtcdTest {
  protected:
   std::unique_ptr<Server> StartReplica(uint32_t replica, LogSink* log = nullptr,
@@ -116,6 +161,17 @@ class ReplicationTest : public testutil::EtcdTest {
     ASSERT_NE(*b, nullptr);
     AwaitRole(**b, "backup");
     ASSERT_TRUE(CreateTable(**a).ok());
+  }
+
+  // StartPrimaryAndBackup without the table, replica r logging to logs[r].
+  void StartLoggedPrimaryAndBackup(testutil::RecordingLog logs[2],
+                                   std::unique_ptr<Server> servers[2]) {
+    servers[0] = StartReplica(0, &logs[0]);
+    ASSERT_NE(servers[0], nullptr);
+    AwaitRole(*servers[0], "primary");
+    servers[1] = StartReplica(1, &logs[1]);
+    ASSERT_NE(servers[1], nullptr);
+    AwaitRole(*servers[1], "backup");
   }
 
   static std::unique_ptr<shardps::ParameterServer::Stub> Stub(
@@ -156,6 +212,16 @@ class ReplicationTest : public testutil::EtcdTest {
     EXPECT_EQ(values, std::vector<float>(kKeys, value));
   }
 
+  // Waits until the replica logging to `log` has caught up `times` times.
+  static void AwaitCaughtUp(testutil::RecordingLog& log, int times) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(20);
+    while (Lines(log, "caught up from") < times && absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(20));  // polling interval
+    }
+    ASSERT_EQ(Lines(log, "caught up from"), times)
+        << absl::StrJoin(log.lines(), "\n");
+  }
+
   // Waits until `server` reports `role`.
   static void AwaitRole(const Server& server, const std::string& role) {
     const absl::Time deadline = absl::Now() + absl::Seconds(10);
@@ -186,6 +252,52 @@ class ReplicationTest : public testutil::EtcdTest {
                   kKeys * sizeof(float));
     }
     return s;
+  }
+
+  static grpc::Status PushRows(const Server& server,
+                               const shardps::PushRowsRequest& push,
+                               shardps::PushRowsResponse* reply) {
+    grpc::ClientContext context;
+    return Stub(server)->PushRows(&context, push, reply);
+  }
+
+  // Rows `ids` of "e" into *values (creating those not held yet when
+  // `create`).
+  static grpc::Status PullRows(const Server& server, std::vector<float>* values,
+                               const std::vector<uint64_t>& ids = RowIds(),
+                               bool create = false) {
+    grpc::ClientContext context;
+    shardps::PullRowsRequest pull;
+    pull.set_job(kJob);
+    pull.set_table("e");
+    for (uint64_t id : ids) pull.add_ids(id);
+    pull.set_create(create);
+    shardps::PullRowsResponse response;
+    grpc::Status s = Stub(server)->PullRows(&context, pull, &response);
+    if (s.ok()) {
+      values->resize(ids.size() * kDim);
+      EXPECT_EQ(response.values().size(), values->size() * sizeof(float));
+      std::memcpy(
+          values->data(), response.values().data(),
+          std::min(response.values().size(), values->size() * sizeof(float)));
+    }
+    return s;
+  }
+
+  // The sparse table's stats on `server`.
+  static shardps::TableStats SparseStats(const Server& server) {
+    const shardps::StatsResponse stats = Stats(server);
+    for (const shardps::TableStats& t : stats.tables()) {
+      if (t.table() == "e") return t;
+    }
+    ADD_FAILURE() << "no sparse table on " << server.address();
+    return {};
+  }
+
+  static grpc::Status CreateSparseTable(const Server& server) {
+    grpc::ClientContext context;
+    shardps::CreateTableResponse response;
+    return Stub(server)->CreateTable(&context, SparseSpec(), &response);
   }
 
   static grpc::Status CreateTable(const Server& server) {
@@ -352,25 +464,12 @@ TEST_F(ReplicationTest, AnAssignIsAcknowledgedOnceTheBackupHasIt) {
   EXPECT_EQ(values, assigned);
 }
 
-// How many lines of `log` contain `text`.
-int Lines(testutil::RecordingLog& log, absl::string_view text) {
-  int n = 0;
-  for (const std::string& line : log.lines())
-    n += absl::StrContains(line, text);
-  return n;
-}
-
 TEST_F(ReplicationTest, ReplicasThatLoseTheirLeaseWhileAliveCopyTheShardAgain) {
   // A pause or a partition longer than the lease: etcd forgets a replica
   // whose process lives on. It must not stay out of the chain for good.
   testutil::RecordingLog logs[2];
   std::unique_ptr<Server> servers[2];
-  servers[0] = StartReplica(0, &logs[0]);
-  ASSERT_NE(servers[0], nullptr);
-  AwaitRole(*servers[0], "primary");
-  servers[1] = StartReplica(1, &logs[1]);
-  ASSERT_NE(servers[1], nullptr);
-  AwaitRole(*servers[1], "backup");
+  ASSERT_NO_FATAL_FAILURE(StartLoggedPrimaryAndBackup(logs, servers));
   ASSERT_TRUE(CreateTable(*servers[0]).ok());
   uint64_t sequence = 0;
   auto push_to = [&](int server) {
@@ -378,25 +477,16 @@ TEST_F(ReplicationTest, ReplicasThatLoseTheirLeaseWhileAliveCopyTheShardAgain) {
     ASSERT_TRUE(
         Push(*servers[server], PushOf(9, ++sequence, 1.0f), &reply).ok());
   };
-  auto await_caught_up = [&](int replica, int times) {
-    const absl::Time deadline = absl::Now() + absl::Seconds(20);
-    while (Lines(logs[replica], "caught up from") < times &&
-           absl::Now() < deadline) {
-      absl::SleepFor(absl::Milliseconds(20));  // polling interval
-    }
-    ASSERT_EQ(Lines(logs[replica], "caught up from"), times)
-        << absl::StrJoin(logs[replica].lines(), "\n");
-  };
   for (int i = 0; i < 3; ++i) push_to(0);
   // The backup: forgotten, registered again, it copies the shard again.
   ASSERT_NO_FATAL_FAILURE(LoseLease(1));
-  ASSERT_NO_FATAL_FAILURE(await_caught_up(1, 2));
+  ASSERT_NO_FATAL_FAILURE(AwaitCaughtUp(logs[1], 2));
   AwaitRole(*servers[1], "backup");
   for (int i = 0; i < 2; ++i) push_to(0);
   // The primary: the backup takes over; the old primary copies from it.
   ASSERT_NO_FATAL_FAILURE(LoseLease(0));
   AwaitRole(*servers[1], "primary");
-  ASSERT_NO_FATAL_FAILURE(await_caught_up(0, 1));
+  ASSERT_NO_FATAL_FAILURE(AwaitCaughtUp(logs[0], 1));
   AwaitRole(*servers[0], "backup");
   for (int i = 0; i < 4; ++i) push_to(1);
   // Each holds every push: the other can die now.
@@ -603,6 +693,106 @@ TEST_F(ReplicationTest, ASyncClockHalfGatheredSurvivesAFailover) {
   EXPECT_EQ(values, std::vector<float>(kKeys, 97.0f));
   // The old primary copies the barrier back and is a backup again.
   AwaitRole(*a, "backup");
+}
+
+TEST_F(ReplicationTest, SparseRowsSurviveEachReplicaInTurnExactlyOnce) {
+  std::unique_ptr<Server> a, b;
+  ASSERT_NO_FATAL_FAILURE(StartPrimaryAndBackup(&a, &b));
+  ASSERT_TRUE(CreateSparseTable(*a).ok());
+  shardps::PushRowsResponse reply;
+  for (uint64_t seq = 1; seq <= 5; ++seq) {
+    const grpc::Status s =
+        PushRows(*a, PushRowsOf(7, seq, RowIds(), 1.0f), &reply);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    EXPECT_EQ(reply.version(), seq);
+  }
+  // The backup answers no client's rows, names why, and holds every push.
+  std::vector<float> values;
+  const grpc::Status refused = PullRows(*b, &values);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_NE(refused.error_message().find("not its primary"), std::string::npos)
+      << refused.error_message();
+  EXPECT_EQ(PushRows(*b, PushRowsOf(7, 6, RowIds(), 1.0f), &reply).error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(SparseStats(*b).version(), 5u);
+  EXPECT_EQ(SparseStats(*b).rows(), RowIds().size());
+
+  // The primary goes; the backup takes over with every row, and a retry of
+  // the last push is a duplicate there.
+  a.reset();
+  AwaitRole(*b, "primary");
+  ASSERT_TRUE(PullRows(*b, &values).ok());
+  EXPECT_EQ(values, std::vector<float>(RowIds().size() * kDim, 95.0f));
+  ASSERT_TRUE(PushRows(*b, PushRowsOf(7, 5, RowIds(), 1.0f), &reply).ok());
+  EXPECT_TRUE(reply.duplicate());
+  for (uint64_t seq = 6; seq <= 8; ++seq) {
+    ASSERT_TRUE(PushRows(*b, PushRowsOf(7, seq, RowIds(), 1.0f), &reply).ok());
+  }
+
+  // Replica 0 comes back empty and copies the rows from the new primary;
+  // then the other replica goes in turn.
+  a = StartReplica(0);
+  ASSERT_NE(a, nullptr);
+  AwaitRole(*a, "backup");
+  ASSERT_TRUE(PushRows(*b, PushRowsOf(7, 9, RowIds(), 1.0f), &reply).ok());
+  ASSERT_TRUE(PushRows(*b, PushRowsOf(8, 1, {RowIds()[2]}, 2.0f), &reply).ok());
+  b.reset();
+  AwaitRole(*a, "primary");
+  ASSERT_TRUE(PullRows(*a, &values).ok());
+  std::vector<float> expected(RowIds().size() * kDim, 100.0f - 9);
+  for (uint32_t k = 0; k < kDim; ++k) expected[2 * kDim + k] -= 2;
+  EXPECT_EQ(values, expected);
+  EXPECT_EQ(SparseStats(*a).version(), 10u);
+  ASSERT_TRUE(PushRows(*a, PushRowsOf(8, 1, {RowIds()[2]}, 2.0f), &reply).ok());
+  EXPECT_TRUE(reply.duplicate());
+}
+
+TEST_F(ReplicationTest, ASparseReplicaThatLostItsLeaseReplacesItsRows) {
+  // A replica that lost its place copies the shard over the rows it holds
+  // (SparseTable::Overwrite). A pull that creates a row creates it on the
+  // primary alone (its value is the initializer's, the same anywhere), so
+  // the copy is seen to arrive: the backup holds that row after it.
+  testutil::RecordingLog logs[2];
+  std::unique_ptr<Server> servers[2];
+  ASSERT_NO_FATAL_FAILURE(StartLoggedPrimaryAndBackup(logs, servers));
+  ASSERT_TRUE(CreateSparseTable(*servers[0]).ok());
+  uint64_t sequence = 0;
+  auto push_to = [&](int server, const std::vector<uint64_t>& ids) {
+    shardps::PushRowsResponse reply;
+    const grpc::Status s = PushRows(
+        *servers[server], PushRowsOf(9, ++sequence, ids, 1.0f), &reply);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  };
+  ASSERT_NO_FATAL_FAILURE(push_to(0, {RowIds()[0]}));
+  std::vector<float> values;
+  ASSERT_TRUE(
+      PullRows(*servers[0], &values, {RowIds()[2]}, /*create=*/true).ok());
+  EXPECT_EQ(values, std::vector<float>(kDim, 100.0f));
+  EXPECT_EQ(SparseStats(*servers[0]).rows(), 2u);
+  EXPECT_EQ(SparseStats(*servers[1]).rows(), 1u);
+  ASSERT_NO_FATAL_FAILURE(LoseLease(1));
+  ASSERT_NO_FATAL_FAILURE(AwaitCaughtUp(logs[1], 2));
+  AwaitRole(*servers[1], "backup");
+  EXPECT_EQ(SparseStats(*servers[1]).rows(), 2u);
+  EXPECT_EQ(SparseStats(*servers[1]).version(), 1u);
+  ASSERT_NO_FATAL_FAILURE(push_to(0, RowIds()));
+  ASSERT_NO_FATAL_FAILURE(LoseLease(0));
+  AwaitRole(*servers[1], "primary");
+  ASSERT_NO_FATAL_FAILURE(AwaitCaughtUp(logs[0], 1));
+  AwaitRole(*servers[0], "backup");
+  ASSERT_NO_FATAL_FAILURE(push_to(1, {RowIds()[1]}));
+  // Each holds every push: the other can die now.
+  servers[1].reset();
+  AwaitRole(*servers[0], "primary");
+  ASSERT_TRUE(PullRows(*servers[0], &values).ok());
+  std::vector<float> expected(RowIds().size() * kDim, 99.0f);
+  for (uint32_t k = 0; k < kDim; ++k) {
+    expected[k] -= 1;         // row 0: pushes 1 and 2
+    expected[kDim + k] -= 1;  // row 1: pushes 2 and 3
+  }
+  EXPECT_EQ(values, expected);
+  EXPECT_EQ(SparseStats(*servers[0]).version(), 3u);
+  EXPECT_EQ(SparseStats(*servers[0]).rows(), RowIds().size());
 }
 
 }  // namespace
