@@ -2,7 +2,8 @@
 // writes Criteo-schema data from a hidden model whose own AUC is known, and
 // shardps-launch (2 servers, 2 workers) trains dlrm:8-32 on it, the
 // embedding rows in a sparse table; the final model must come within 0.01
-// of the generator's AUC, with hash or range sharding of the rows.
+// of the generator's AUC, with hash or range sharding of the rows, and
+// with each shard replicated on two servers.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -12,13 +13,19 @@
 #include "absl/strings/str_cat.h"
 #include "proto/summary.pb.h"
 #include "ps/base/program.h"
+#include "util/etcd.h"
 #include "util/files.h"
 #include "util/launch.h"
 #include "util/processes.h"
 
 namespace {
 
-class ClickTrainingTest : public testing::TestWithParam<const char*> {
+struct ClickSetup {
+  const char* row_sharding;
+  int replicas;  // servers per shard
+};
+
+class ClickTrainingTest : public testing::TestWithParam<ClickSetup> {
  protected:
   static void SetUpTestSuite() {
     data_ = std::make_unique<testutil::ScopedTempDir>("shardps-criteo");
@@ -36,15 +43,29 @@ class ClickTrainingTest : public testing::TestWithParam<const char*> {
 };
 
 TEST_P(ClickTrainingTest, ReachesTheGeneratorsAucWithinOneHundredth) {
+  const ClickSetup setup = GetParam();
+  if (setup.replicas > 1 && !testutil::HaveEtcd()) {
+    GTEST_SKIP() << testutil::kEtcd
+                 << " is missing (deploy/install-deps.sh installs etcd-server)";
+  }
   const std::string run = dir_.path() + "/run";
   const std::string log = dir_.path() + "/launch.log";
   absl::Status s = testutil::RunLaunch(
       {"--servers=2", "--workers=2", "--run_dir=" + run,
-       "--data=" + data_->path(), "--", "--model=dlrm:8-32", "--epochs=3",
-       "--batch=256", "--optimizer=adagrad", "--lr=0.3",
-       absl::StrCat("--row_sharding=", GetParam())},
+       absl::StrCat("--replicas=", setup.replicas), "--data=" + data_->path(),
+       "--", "--model=dlrm:8-32", "--epochs=3", "--batch=256",
+       "--optimizer=adagrad", "--lr=0.3",
+       absl::StrCat("--row_sharding=", setup.row_sharding)},
       log);
   ASSERT_TRUE(s.ok()) << s << testutil::ReadFile(log);
+  if (setup.replicas > 1) {
+    // The second replica of each shard joined as its backup.
+    for (int shard = 0; shard < 2; ++shard) {
+      const std::string backup =
+          testutil::ReadFile(absl::StrCat(run, "/server-", shard, "-r1.log"));
+      EXPECT_NE(backup.find("catching up from"), std::string::npos) << backup;
+    }
+  }
   const shardps::RunSummary sum = testutil::ReadRunSummary(run);
   ASSERT_TRUE(sum.ok()) << sum.error();
   // The generator's AUC on the test split, from the manifest (0.866 for
@@ -65,6 +86,8 @@ TEST_P(ClickTrainingTest, ReachesTheGeneratorsAucWithinOneHundredth) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Sharding, ClickTrainingTest,
-                         testing::Values("hash", "range"));
+                         testing::Values(ClickSetup{"hash", 1},
+                                         ClickSetup{"range", 1},
+                                         ClickSetup{"hash", 2}));
 
 }  // namespace
