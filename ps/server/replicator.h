@@ -37,8 +37,9 @@
 // - With checkpoints (--checkpoint_dir), a replica restores its own before
 //   Start: copying from a primary replaces it; a replica that claims a
 //   shard held by nobody (every replica had died) serves it.
-// - Async pushes of different workers are forwarded on several threads,
-//   so a backup may apply them in another order than the primary did: it
+// - Pushes of different workers are forwarded on several threads, so a
+//   backup may apply them (or sum them into a sync clock) in another order
+//   than the primary did: it
 //   holds the same pushes, each once, and values that may differ from the
 //   primary's in float rounding (a sum's order), not in what was applied.
 // - Sparse tables (async only) as dense async ones: PushRows is forwarded
