@@ -577,6 +577,21 @@ TEST_F(ReplicationTest, AStalePrimaryCannotHaveAPushAcknowledged) {
   EXPECT_EQ(stale.error_code(), grpc::StatusCode::FAILED_PRECONDITION)
       << stale.error_message();
   EXPECT_EQ(Stats(*b).tables(0).version(), 0u);
+  // So is a forwarded row push; and a call posing as a forward to the
+  // primary itself is refused, not applied unforwarded.
+  ASSERT_TRUE(CreateSparseTable(*a).ok());
+  for (const Server* to : {b.get(), a.get()}) {
+    grpc::ClientContext rows_context;
+    rows_context.AddMetadata("x-shardps-epoch", absl::StrCat(epoch - 1));
+    rows_context.AddMetadata("x-shardps-position", "1");
+    shardps::PushRowsResponse rows_reply;
+    const grpc::Status refused = Stub(*to)->PushRows(
+        &rows_context, PushRowsOf(9, 1, RowIds(), 1.0f), &rows_reply);
+    EXPECT_EQ(refused.error_code(), grpc::StatusCode::FAILED_PRECONDITION)
+        << refused.error_message();
+    EXPECT_EQ(SparseStats(*to).version(), 0u);
+    EXPECT_EQ(SparseStats(*to).rows(), 0u);
+  }
   // The straggler policy drop is not replicated yet, and says so.
   shardps::CreateTableRequest sync = SyncSpec("s", 1);
   sync.mutable_consistency()->set_straggler_policy(shardps::STRAGGLER_DROP);
