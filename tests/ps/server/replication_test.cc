@@ -496,7 +496,8 @@ TEST_F(ReplicationTest, ReplicasThatLoseTheirLeaseWhileAliveCopyTheShardAgain) {
 TEST_F(ReplicationTest, WhenEveryReplicaDiedTheFirstBackServesItsCheckpoint) {
   // Replicas with checkpoints: when all of a shard's replicas are gone,
   // the first to come back serves what its checkpoint holds, and the next
-  // copies from it, replacing its own (older) checkpoint's state.
+  // copies from it, replacing its own (older) checkpoint's state; for a
+  // dense and a sparse table side by side.
   const std::string dirs[2] = {dir_.path() + "/ckpt-0",
                                dir_.path() + "/ckpt-1"};
   std::unique_ptr<Server> servers[2];
@@ -507,35 +508,53 @@ TEST_F(ReplicationTest, WhenEveryReplicaDiedTheFirstBackServesItsCheckpoint) {
   ASSERT_NE(servers[1], nullptr);
   AwaitRole(*servers[1], "backup");
   ASSERT_TRUE(CreateTable(*servers[0]).ok());
-  shardps::PushResponse reply;
+  ASSERT_TRUE(CreateSparseTable(*servers[0]).ok());
+  // Push `seq` of gradient g to both tables; *duplicate: both said so.
+  auto push = [](const Server& to, uint64_t seq, float g,
+                 bool* duplicate = nullptr) {
+    shardps::PushResponse reply;
+    ASSERT_TRUE(Push(to, PushOf(5, seq, g), &reply).ok());
+    shardps::PushRowsResponse rows_reply;
+    ASSERT_TRUE(
+        PushRows(to, PushRowsOf(6, seq, RowIds(), g), &rows_reply).ok());
+    if (duplicate != nullptr) {
+      *duplicate = reply.duplicate() && rows_reply.duplicate();
+    }
+  };
+  // Every key of "w" and every value of the rows of "e" is `value`.
+  auto expect_all = [](const Server& at, float value) {
+    std::vector<float> values;
+    ASSERT_TRUE(Pull(at, &values).ok());
+    EXPECT_EQ(values, std::vector<float>(kKeys, value));
+    ASSERT_TRUE(PullRows(at, &values).ok());
+    EXPECT_EQ(values, std::vector<float>(RowIds().size() * kDim, value));
+  };
   for (uint64_t seq = 1; seq <= 3; ++seq) {
-    ASSERT_TRUE(Push(*servers[0], PushOf(5, seq, 1.0f), &reply).ok());
+    ASSERT_NO_FATAL_FAILURE(push(*servers[0], seq, 1.0f));
   }
   // Replica 0 stops (its last checkpoint: 97); replica 1 takes over,
   // takes one more push, and stops too (its checkpoint: 96).
   servers[0].reset();
   AwaitRole(*servers[1], "primary");
-  ASSERT_TRUE(Push(*servers[1], PushOf(5, 4, 1.0f), &reply).ok());
+  ASSERT_NO_FATAL_FAILURE(push(*servers[1], 4, 1.0f));
   servers[1].reset();
   // Replica 0 is back first: it serves its checkpoint.
   servers[0] = StartReplica(0, nullptr, dirs[0]);
   ASSERT_NE(servers[0], nullptr);
   AwaitRole(*servers[0], "primary");
-  std::vector<float> values;
-  ASSERT_TRUE(Pull(*servers[0], &values).ok());
-  EXPECT_EQ(values, std::vector<float>(kKeys, 97.0f));
+  ASSERT_NO_FATAL_FAILURE(expect_all(*servers[0], 97.0f));
   // The push its checkpoint holds is a duplicate; a new one is applied.
-  ASSERT_TRUE(Push(*servers[0], PushOf(5, 3, 1.0f), &reply).ok());
-  EXPECT_TRUE(reply.duplicate());
-  ASSERT_TRUE(Push(*servers[0], PushOf(5, 5, 2.0f), &reply).ok());
+  bool duplicate = false;
+  ASSERT_NO_FATAL_FAILURE(push(*servers[0], 3, 1.0f, &duplicate));
+  EXPECT_TRUE(duplicate);
+  ASSERT_NO_FATAL_FAILURE(push(*servers[0], 5, 2.0f));
   // Replica 1 copies from it: its own checkpoint's 96 is replaced.
   servers[1] = StartReplica(1, nullptr, dirs[1]);
   ASSERT_NE(servers[1], nullptr);
   AwaitRole(*servers[1], "backup");
   servers[0].reset();
   AwaitRole(*servers[1], "primary");
-  ASSERT_TRUE(Pull(*servers[1], &values).ok());
-  EXPECT_EQ(values, std::vector<float>(kKeys, 95.0f));
+  ASSERT_NO_FATAL_FAILURE(expect_all(*servers[1], 95.0f));
 }
 
 TEST_F(ReplicationTest, PushesGoOnWhileEtcdIsAway) {
