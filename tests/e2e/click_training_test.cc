@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,12 @@ struct ClickSetup {
   const char* row_sharding;
   int replicas;  // servers per shard
 };
+
+// As ctest lists the runs: "hash, 2 replicas".
+void PrintTo(const ClickSetup& setup, std::ostream* os) {
+  *os << setup.row_sharding << ", " << setup.replicas
+      << (setup.replicas == 1 ? " replica" : " replicas");
+}
 
 class ClickTrainingTest : public testing::TestWithParam<ClickSetup> {
  protected:
