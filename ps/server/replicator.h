@@ -39,9 +39,9 @@
 //   shard held by nobody (every replica had died) serves it.
 // - Pushes of different workers are forwarded on several threads, so a
 //   backup may apply them (or sum them into a sync clock) in another order
-//   than the primary did: it
-//   holds the same pushes, each once, and values that may differ from the
-//   primary's in float rounding (a sum's order), not in what was applied.
+//   than the primary did: it holds the same pushes, each once, and values
+//   that may differ from the primary's in float rounding (a sum's order),
+//   not in what was applied.
 // - Sparse tables (async only) as dense async ones: PushRows is forwarded
 //   with its position (SparseTable version just after it) and a catch-up
 //   copies rows, optimizer state and ledger (SparseTable::Overwrite over

@@ -31,6 +31,13 @@ absl::Status CheckRowCount(uint64_t ids, uint32_t dim) {
   return absl::OkStatus();
 }
 
+grpc::ByteBuffer PushRowsReply(const PushOutcome& outcome) {
+  shardps::PushRowsResponse reply;
+  reply.set_version(outcome.version);
+  reply.set_duplicate(outcome.duplicate);
+  return SerializeSmallMessage(reply);
+}
+
 }  // namespace
 
 grpc::ServerUnaryReactor* ParameterService::PullRows(
@@ -149,12 +156,10 @@ absl::Status ParameterService::ApplyPushRows(
   absl::StatusOr<SparseTable*> table =
       registry_.FindSparse(push.job(), push.table());
   if (!table.ok()) return table.status();
-  shardps::PushRowsResponse reply;
   if (in_copy) {
     // Applied before the primary copied its state to this replica.
-    reply.set_version((*table)->version());
-    reply.set_duplicate(true);
-    *response = SerializeSmallMessage(reply);
+    *outcome_out = PushOutcome{(*table)->version(), /*duplicate=*/true};
+    *response = PushRowsReply(*outcome_out);
     return absl::OkStatus();
   }
   const uint32_t dim = (*table)->options().rows.dim;
@@ -195,9 +200,7 @@ absl::Status ParameterService::ApplyPushRows(
     bytes_pushed_.fetch_add(got, std::memory_order_relaxed);
   }
   *outcome_out = *outcome;
-  reply.set_version(outcome->version);
-  reply.set_duplicate(outcome->duplicate);
-  *response = SerializeSmallMessage(reply);
+  *response = PushRowsReply(*outcome);
   return absl::OkStatus();
 }
 

@@ -117,7 +117,7 @@ class TableRegistry {
   void FillSparseStats(shardps::StatsResponse* out);
   // Reserve for a sparse table's max_rows; the bytes Unreserve gives back.
   absl::StatusOr<uint64_t> ReserveRows(const shardps::CreateTableRequest& spec);
-  // Restore and Snapshot of the sparse tables.
+  // Restore, Install and Snapshot of the sparse tables.
   absl::Status RestoreSparse(const TableSnapshot& snapshot);
   absl::Status InstallSparse(const TableSnapshot& snapshot);
   void SnapshotSparse(std::vector<TableSnapshot>* out);
